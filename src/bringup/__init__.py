@@ -1,0 +1,3 @@
+"""bringup: find, prove and ship the fastest serving configuration that works."""
+
+__version__ = "0.1.0"

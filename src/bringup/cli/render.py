@@ -1,0 +1,123 @@
+"""Terminal rendering of sweep progress and results (rich)."""
+
+from __future__ import annotations
+
+import shlex
+import time
+from typing import Any
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from bringup.spec import Spec
+from bringup.sweep import SweepEvent, SweepOutcome
+from bringup.verdict import Status, TrialResult
+
+STYLE = {"passed": "green", "failed": "red", "interrupted": "yellow", "running": "cyan"}
+
+
+class ProgressLine:
+    """A live line: trial k of n, the stage, elapsed time (recomputed at each refresh)."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.event: SweepEvent | None = None
+        self.started = time.monotonic()
+        self.done: list[str] = []
+
+    def update(self, event: SweepEvent) -> None:
+        self.event = event
+        if event.message in ("done", "reused"):
+            self.done.append(_one_line(event.trial, self.spec, event.index, event.planned_total))
+
+    def __rich__(self) -> Group:
+        lines: list[Text] = [Text.from_markup(d) for d in self.done[-12:]]
+        e = self.event
+        elapsed = time.monotonic() - self.started
+        if e is not None and e.message not in ("done", "reused"):
+            lines.append(
+                Text.from_markup(
+                    f"[bold cyan]trial {e.index} of {e.planned_total}[/] "
+                    f"[magenta]{e.stage.value}[/] {_flags(e.trial.flags, self.spec)} "
+                    f"[dim]{e.message}[/]  elapsed {elapsed:5.1f}s"
+                )
+            )
+        else:
+            lines.append(Text(f"elapsed {elapsed:5.1f}s"))
+        return Group(*lines)
+
+
+def _flags(flags: dict[str, Any], spec: Spec) -> str:
+    return " ".join(f"{k}={v}" for k, v in flags.items() if k in spec.space) or "(reference)"
+
+
+def _one_line(trial: TrialResult, spec: Spec, index: int, total: int) -> str:
+    status = trial.status.value
+    verdict = f"[{STYLE.get(status, 'white')}]{status}[/]"
+    why = f" {trial.failure.category.value}" if trial.failure else ""
+    return f"  {index}/{total} {verdict}{why} {_flags(trial.flags, spec)}"
+
+
+def _fmt(v: Any, digits: int = 1) -> str:
+    if isinstance(v, int | float):
+        return f"{v:.{digits}f}"
+    return "-"
+
+
+def results_table(outcome: SweepOutcome, spec: Spec) -> Table:
+    table = Table(title=f"run {outcome.run_id}", show_lines=False, expand=False)
+    table.add_column("#", justify="right")
+    table.add_column("flags")
+    table.add_column("verdict")
+    table.add_column("category / decisive line", overflow="fold", max_width=70)
+    table.add_column("decode tok/s", justify="right")
+    table.add_column("TTFT p50 ms", justify="right")
+    table.add_column("out tok/s", justify="right")
+    winner = outcome.winner.trial_id if outcome.winner else None
+    for i, r in enumerate(outcome.results, 1):
+        status = r.status.value + (" *" if r.trial_id == winner else "")
+        cat = ""
+        if r.failure:
+            line = r.failure.evidence[0] if r.failure.evidence else (r.failure.detail or "")
+            cat = f"{r.failure.category.value} ({r.failure.stage.value}): {line[:160]}"
+        elif r.note:
+            cat = f"[dim]{r.note}[/]"
+        table.add_row(
+            str(i),
+            _flags(r.flags, spec),
+            f"[{STYLE.get(r.status.value, 'white')}]{status}[/]",
+            cat,
+            _fmt(r.metrics.get("decode_tok_s_single")),
+            _fmt(r.metrics.get("ttft_p50_ms")),
+            _fmt(r.metrics.get("output_tok_s")),
+        )
+    return table
+
+
+def print_outcome(console: Console, outcome: SweepOutcome, spec: Spec) -> None:
+    console.print(results_table(outcome, spec))
+    counts: dict[str, int] = {}
+    for r in outcome.results:
+        counts[r.status.value] = counts.get(r.status.value, 0) + 1
+    console.print("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    for p in outcome.planner.pruned[:10]:
+        console.print(f"[dim]pruned {_flags(p.config, spec)}: {p.reason} (by {p.by_trial})[/]")
+    if len(outcome.planner.pruned) > 10:
+        console.print(f"[dim]... and {len(outcome.planner.pruned) - 10} more pruned[/]")
+    for note in outcome.planner.notes:
+        console.print(f"[dim]note: {note}[/]")
+    if outcome.winner is None:
+        console.print("[bold red]no configuration passed every stage[/]")
+        return
+    win = next(r for r in outcome.results if r.trial_id == outcome.winner.trial_id)
+    console.print(f"[bold green]winner[/] {_flags(win.flags, spec)} — {outcome.winner.reason}")
+    console.print("launch command:")
+    console.print(shlex.join(win.command), soft_wrap=True, markup=False, highlight=False)
+
+
+def print_live_server(console: Console, trial: TrialResult, url: str, pid: int | None) -> None:
+    status = "[green]up[/]" if trial.status is Status.PASSED else trial.status.value
+    console.print(f"{status} {url} pid {pid if pid is not None else '(adopted)'}")
+    if trial.command:
+        console.print(shlex.join(trial.command), soft_wrap=True, markup=False, highlight=False)

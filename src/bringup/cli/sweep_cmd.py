@@ -1,0 +1,166 @@
+"""``bringup sweep``, ``bringup launch`` and ``bringup demo``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from importlib import resources
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.live import Live
+
+from bringup.cli.render import ProgressLine, print_live_server, print_outcome
+from bringup.errors import BringupError
+from bringup.spec import Spec, load_spec, parse_set, parse_spec
+from bringup.store import Store
+from bringup.sweep import SweepOptions, launch_one, prepare, run_sweep
+from bringup.verdict import Status
+
+db_option = click.option(
+    "--db", default="bringup.db", show_default=True, help="SQLite results file."
+)
+runs_option = click.option(
+    "--runs-dir", default="runs", show_default=True, help="Folder for per-trial logs."
+)
+api_key_option = click.option(
+    "--api-key-env",
+    default=None,
+    metavar="NAME",
+    help="Environment variable holding the server's API key (never stored).",
+)
+
+
+def _sweep(
+    spec: Spec,
+    db: str,
+    runs_dir: str,
+    rerun: bool,
+    adopt: bool,
+    planner: str | None,
+    max_trials: int | None,
+    api_key_env: str | None,
+) -> None:
+    console = Console()
+    prep = prepare(spec)
+    store = Store(db)
+    options = SweepOptions(
+        db,
+        runs_dir,
+        rerun,
+        adopt,
+        planner,
+        max_trials,
+        os.environ.get(api_key_env) if api_key_env else None,
+    )
+    console.print(
+        f"[bold]bringup[/] {spec.engine.name} {prep.engine_version} · model {spec.model.path}\n"
+        f"space: {len(spec.configs())} configurations · results in {db}"
+    )
+    line = ProgressLine(spec)
+    with Live(line, console=console, refresh_per_second=4, transient=False):
+        outcome = asyncio.run(run_sweep(prep, store, options, line.update))
+    print_outcome(console, outcome, spec)
+    console.print(f"logs: {outcome.run_dir}")
+    if outcome.winner is None:
+        raise SystemExit(1)
+
+
+@click.command()
+@click.argument("spec_path", type=click.Path(dir_okay=False))
+@db_option
+@runs_option
+@click.option("--rerun", is_flag=True, help="Relaunch configurations already decided in the store.")
+@click.option(
+    "--adopt",
+    is_flag=True,
+    help="Reuse a server already on a pinned port if it serves the same model.",
+)
+@click.option("--planner", default=None, help="grid | default (overrides plan.planner).")
+@click.option("--max-trials", type=int, default=None, help="Stop after this many trials.")
+@api_key_option
+def sweep(
+    spec_path: str,
+    db: str,
+    runs_dir: str,
+    rerun: bool,
+    adopt: bool,
+    planner: str | None,
+    max_trials: int | None,
+    api_key_env: str | None,
+) -> None:
+    """Run every planned trial of SPEC_PATH and pick the fastest correct configuration."""
+    _sweep(load_spec(spec_path), db, runs_dir, rerun, adopt, planner, max_trials, api_key_env)
+
+
+@click.command()
+@click.argument("spec_path", type=click.Path(dir_okay=False))
+@click.option(
+    "--set", "sets", multiple=True, metavar="FLAG=VALUE", help="One flag of the trial; repeatable."
+)
+@db_option
+@runs_option
+@click.option(
+    "--adopt",
+    is_flag=True,
+    help="Reuse a server already on the pinned port if it serves the same model.",
+)
+@api_key_option
+def launch(
+    spec_path: str,
+    sets: tuple[str, ...],
+    db: str,
+    runs_dir: str,
+    adopt: bool,
+    api_key_env: str | None,
+) -> None:
+    """Run one trial through readiness and checks, then keep the server up until Ctrl-C."""
+    console = Console()
+    spec = load_spec(spec_path)
+    prep = prepare(spec)
+    store = Store(db)
+    options = SweepOptions(
+        db, runs_dir, adopt=adopt, api_key=os.environ.get(api_key_env) if api_key_env else None
+    )
+    config = parse_set(list(sets))
+
+    async def main() -> None:
+        line = ProgressLine(spec)
+        with Live(line, console=console, refresh_per_second=4):
+            result, server = await launch_one(prep, store, config, options, line.update)
+        if server is None or result.status is not Status.PASSED:
+            why = result.failure.headline() if result.failure else result.status.value
+            raise BringupError(f"the trial did not pass ({why}); see {result.log_path}.")
+        print_live_server(console, result, server.url, server.pid)
+        console.print("serving; press Ctrl-C to stop")
+        try:
+            while server.process is None or server.process.poll() is None:
+                await asyncio.sleep(0.5)
+            raise BringupError(f"the server exited on its own; see {result.log_path}.")
+        finally:
+            if server.process is not None:
+                server.process.stop(spec.launch.stop_grace_s)
+
+    asyncio.run(main())
+
+
+def demo_spec() -> Spec:
+    text = resources.files("bringup.data").joinpath("demo.toml").read_text(encoding="utf-8")
+    return parse_spec(text, source="bringup/data/demo.toml")
+
+
+@click.command()
+@db_option
+@runs_option
+@click.option("--rerun", is_flag=True, help="Relaunch configurations already decided in the store.")
+@click.option("--show-spec", is_flag=True, help="Print the bundled spec and exit.")
+def demo(db: str, runs_dir: str, rerun: bool, show_spec: bool) -> None:
+    """Sweep the bundled spec: real llama-server flags on this CPU with Gemma 3 270M."""
+    if show_spec:
+        click.echo(
+            resources.files("bringup.data").joinpath("demo.toml").read_text(encoding="utf-8")
+        )
+        return
+    Path(runs_dir).mkdir(parents=True, exist_ok=True)
+    _sweep(demo_spec(), db, runs_dir, rerun, False, None, None, None)

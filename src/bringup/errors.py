@@ -1,0 +1,52 @@
+"""The one exception tree of bringup.
+
+Failed trials are data (:class:`bringup.verdict.TrialResult`), never exceptions.
+Exceptions are for misuse and for conditions the user must fix before anything runs::
+
+    BringupError
+    ├── SpecError            the spec file is malformed (names file, line, field)
+    ├── ModelNotFoundError   the model path does not exist
+    ├── EngineError
+    │   ├── UnknownEngineError       no adapter is registered under that name
+    │   └── EngineNotInstalledError  the adapter exists but its binary/package is missing
+    ├── PortBusyError        a pinned port already serves something we did not start
+    └── StoreError           the results database cannot be opened or migrated
+
+Every message is one sentence that says what to fix; the CLI prints it and exits non-zero.
+"""
+
+from __future__ import annotations
+
+
+class BringupError(Exception):
+    """Base of every error bringup raises on purpose."""
+
+    exit_code = 2
+
+
+class SpecError(BringupError):
+    pass
+
+
+class ModelNotFoundError(BringupError):
+    pass
+
+
+class EngineError(BringupError):
+    pass
+
+
+class UnknownEngineError(EngineError):
+    pass
+
+
+class EngineNotInstalledError(EngineError):
+    pass
+
+
+class PortBusyError(BringupError):
+    exit_code = 3
+
+
+class StoreError(BringupError):
+    pass

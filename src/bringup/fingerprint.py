@@ -1,0 +1,93 @@
+"""The hardware and software a verdict holds for.
+
+A verdict is only reusable on the same fingerprint: CPU model and cores, GPUs (name,
+compute capability, driver) where present, the engine and its version, the model file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+
+@lru_cache(maxsize=1)
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+@lru_cache(maxsize=1)
+def gpus() -> list[dict[str, str]]:
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    try:
+        out = subprocess.run(
+            [smi, "--query-gpu=name,compute_cap,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=15,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    rows = []
+    for line in out.strip().splitlines():
+        name, cap, driver, mem = (p.strip() for p in line.split(",")[:4])
+        rows.append({"name": name, "compute_capability": cap, "driver": driver, "memory": mem})
+    return rows
+
+
+_SHA_CACHE: dict[tuple[str, int, float], str] = {}
+
+
+def file_sha256(path: str) -> str | None:
+    p = Path(path)
+    if not p.is_file():
+        return None
+    st = p.stat()
+    key = (str(p.resolve()), st.st_size, st.st_mtime)
+    if key not in _SHA_CACHE:
+        digest = hashlib.sha256()
+        with open(p, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        _SHA_CACHE[key] = digest.hexdigest()
+    return _SHA_CACHE[key]
+
+
+def collect(engine: str, engine_version: str, model: str | None) -> dict[str, Any]:
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count() or 0,
+        "gpus": gpus(),
+        "engine": engine,
+        "engine_version": engine_version,
+        "model": model,
+        "model_sha256": file_sha256(model) if model else None,
+    }
+
+
+def fingerprint_key(fp: dict[str, Any]) -> str:
+    """Short stable id of a fingerprint (what decides whether a verdict can be reused)."""
+    return hashlib.sha256(json.dumps(fp, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def hardware_label(fp: dict[str, Any]) -> str:
+    gpu_list = fp.get("gpus") or []
+    if gpu_list:
+        g = gpu_list[0]
+        return f"{len(gpu_list)}x {g['name']} (sm{g['compute_capability'].replace('.', '')})"
+    return f"CPU {fp.get('cpu', '?')} x{fp.get('cores', '?')}"

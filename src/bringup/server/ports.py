@@ -1,0 +1,66 @@
+"""Free ports, and who already answers on a port.
+
+Before launching on a pinned port we look, never touch: a connect plus a few GETs tell
+who is there (``/health``, ``/props``, ``/v1/models``); nothing is ever signalled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+from dataclasses import dataclass, field
+
+import aiohttp
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def port_open(host: str, port: int, timeout_s: float = 0.5) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=timeout_s):
+        return True
+    return False
+
+
+@dataclass
+class Occupant:
+    """What answers on a port we did not start anything on."""
+
+    host: str
+    port: int
+    answers: dict[str, str] = field(default_factory=dict)  # path -> "status: short body"
+    model_ids: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        if not self.answers:
+            return f"something accepts connections on {self.host}:{self.port} but does not speak HTTP"
+        parts = [f"{path} -> {ans}" for path, ans in self.answers.items()]
+        who = f" serving {', '.join(self.model_ids)}" if self.model_ids else ""
+        return f"a server already answers on {self.host}:{self.port}{who} ({'; '.join(parts)})"
+
+
+async def inspect_occupant(host: str, port: int, timeout_s: float = 2.0) -> Occupant | None:
+    """None when nothing listens; otherwise what /health, /props and /v1/models say."""
+    if not await asyncio.to_thread(port_open, host, port):
+        return None
+    occ = Occupant(host, port)
+    timeout = aiohttp.ClientTimeout(total=timeout_s)
+    base = f"http://{host}:{port}"
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        for path in ("/health", "/props", "/v1/models"):
+            try:
+                async with session.get(base + path) as resp:
+                    body = await resp.read()
+            except (aiohttp.ClientError, TimeoutError):
+                continue
+            occ.answers[path] = f"{resp.status} {body[:120].decode('utf-8', 'replace').strip()}"
+            if path == "/v1/models" and resp.status == 200:
+                with contextlib.suppress(ValueError, TypeError, AttributeError):
+                    data = json.loads(body)
+                    occ.model_ids = [str(m.get("id")) for m in data.get("data", [])]
+    return occ

@@ -1,0 +1,153 @@
+"""Wait until a launched engine is ready, or know at once why it never will be.
+
+Three watchers share one loop (50 ms tick): the process (an exit is a verdict within the
+tick, never at the timeout), the log (a fatal line ends the wait even if the process
+lingers; a silent log for ``hang_timeout_s`` is a hang), and the health endpoint (polled
+with backoff; connection refused and 503 mean "not yet").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+
+from bringup.diagnose import classify
+from bringup.engines.base import EngineAdapter, HealthState
+from bringup.server.process import EngineProcess, describe_exit
+from bringup.verdict import Category, Stage
+
+TICK_S = 0.05
+FATAL_SETTLE_S = 0.5  # after a fatal line, let the rest of a traceback reach the log
+
+
+@dataclass
+class ReadyOutcome:
+    ready: bool
+    elapsed_s: float
+    category: Category | None = None
+    evidence: list[str] = field(default_factory=list)
+    remedy: str | None = None
+    detail: str | None = None
+    last_health: str | None = None
+
+
+class LogTail:
+    """Incremental reader of a growing log file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.offset = 0
+        self.partial = b""
+        self.last_growth = time.monotonic()
+
+    def read_new_lines(self) -> list[str]:
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self.offset)
+                chunk = fh.read()
+        except FileNotFoundError:
+            return []
+        if not chunk:
+            return []
+        self.offset += len(chunk)
+        self.last_growth = time.monotonic()
+        data = self.partial + chunk
+        *lines, self.partial = data.split(b"\n")
+        return [ln.decode("utf-8", "replace").rstrip("\r") for ln in lines]
+
+    def text(self) -> str:
+        try:
+            return self.path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return ""
+
+
+def last_lines(text: str, n: int = 5) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.strip()][-n:]
+
+
+async def wait_ready(
+    proc: EngineProcess,
+    adapter: EngineAdapter,
+    base_url: str,
+    *,
+    start_timeout_s: float,
+    hang_timeout_s: float,
+) -> ReadyOutcome:
+    start = time.monotonic()
+    tail = LogTail(proc.log_path)
+    url = base_url.rstrip("/") + adapter.health_path
+    backoff, next_poll = 0.05, start
+    last_health: str | None = None
+    timeout = aiohttp.ClientTimeout(total=5.0, sock_connect=1.0)
+
+    def failed(category: Category | None = None, detail: str | None = None) -> ReadyOutcome:
+        text = tail.text()
+        diag = classify(text, engine=adapter.name, exit_code=proc.returncode, stage=Stage.READY)
+        evidence = diag.evidence or last_lines(text)
+        return ReadyOutcome(
+            False,
+            time.monotonic() - start,
+            category or diag.category,
+            evidence,
+            diag.remedy,
+            detail,
+            last_health,
+        )
+
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        while True:
+            now = time.monotonic()
+            if proc.poll() is not None:
+                tail.read_new_lines()
+                return failed(detail=f"process {describe_exit(proc.returncode)} before ready")
+            for line in tail.read_new_lines():
+                if adapter.is_fatal(line):
+                    settle = time.monotonic() + FATAL_SETTLE_S
+                    while time.monotonic() < settle and proc.poll() is None:
+                        await asyncio.sleep(TICK_S)
+                    tail.read_new_lines()
+                    return failed(detail=f"fatal log line while starting: {line.strip()}")
+            if now - start > start_timeout_s:
+                return _hang(tail, start, last_health, f"not ready after {start_timeout_s:.0f} s")
+            if now - tail.last_growth > hang_timeout_s:
+                return _hang(tail, start, last_health, f"no log output for {hang_timeout_s:.0f} s")
+            if now >= next_poll:
+                state, last_health = await _poll(session, url, adapter)
+                if state is HealthState.READY:
+                    return ReadyOutcome(True, time.monotonic() - start, last_health=last_health)
+                backoff = min(backoff * 1.5, 1.0)
+                next_poll = time.monotonic() + backoff
+            await asyncio.sleep(TICK_S)
+
+
+def _hang(tail: LogTail, start: float, last_health: str | None, detail: str) -> ReadyOutcome:
+    from bringup.diagnose import diagnose_hang
+
+    diag = diagnose_hang(tail.text(), engine=None)
+    return ReadyOutcome(
+        False,
+        time.monotonic() - start,
+        Category.STARTUP_TIMEOUT_OR_HANG,
+        diag.evidence,
+        diag.remedy,
+        detail,
+        last_health,
+    )
+
+
+async def _poll(
+    session: aiohttp.ClientSession, url: str, adapter: EngineAdapter
+) -> tuple[HealthState, str]:
+    try:
+        async with session.get(url) as resp:
+            body = await resp.read()
+            return adapter.health_state(resp.status, body), f"{resp.status}"
+    except aiohttp.ClientConnectionError:
+        return HealthState.NOT_LISTENING, "connection refused"
+    except TimeoutError:
+        return HealthState.LOADING, "timeout"

@@ -1,0 +1,232 @@
+"""Load and validate a spec file (TOML).
+
+The spec names the engine, the model, the fixed launch flags, the searched space, the
+conservative reference configuration, the benchmark and the objective. Flag names are the
+engine's own. Errors name the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from bringup.errors import SpecError
+
+FlagValue = str | int | float | bool
+Config = dict[str, FlagValue]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EngineSpec(_Section):
+    name: str
+    binary: str | None = None  # executable, or a prefix: "python -m sglang.launch_server"
+    env: dict[str, str] = Field(default_factory=dict)
+    gpus: list[int] | None = None  # CUDA_VISIBLE_DEVICES for the engine; None leaves it alone
+    help_file: str | None = None  # the engine's --help saved on the target, for offline checks
+    command: list[str] | None = None  # engine "command": argv with {model} {host} {port} {name}
+    health_path: str | None = None  # engine "command": its health endpoint (default /health)
+    ready_pattern: str | None = None  # engine "command": regex of the log line marking readiness
+
+
+class ModelSpec(_Section):
+    path: str | None = None  # local file/dir or a hub id, as the engine takes it
+    builtin: str | None = None  # a model bringup can install itself (e.g. "gemma3-270m")
+    name: str | None = None  # served model name, if the engine needs one
+
+    def model_post_init(self, __context: Any) -> None:
+        if not self.path and not self.builtin:
+            raise ValueError("set model.path (or model.builtin)")
+
+
+class LaunchSpec(_Section):
+    args: list[str] = Field(default_factory=list)
+    host: str = "127.0.0.1"
+    port: int | None = Field(default=None, ge=1, le=65535)  # None: bringup picks a free one
+    start_timeout_s: float = Field(default=300.0, gt=0)
+    hang_timeout_s: float = Field(default=120.0, gt=0)  # no new log output for this long
+    stop_grace_s: float = Field(default=10.0, ge=0)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class BenchSpec(_Section):
+    concurrency: list[int] = Field(default_factory=lambda: [1])
+    input_tokens: int = Field(default=128, ge=1)
+    output_tokens: int = Field(default=64, ge=1)
+    requests: int = Field(default=4, ge=1)  # per concurrency level
+    warmup: int = Field(default=1, ge=0)
+    duration_s: float | None = None
+    repeats: int = Field(default=1, ge=1)
+    request_rate: list[float] = Field(default_factory=list)  # open loop, req/s
+    arrival: Literal["poisson", "constant"] = "poisson"
+    endpoint: Literal["completions", "chat"] = "completions"
+
+
+class ObjectiveSpec(_Section):
+    maximize: str = "output_tok_s"
+    minimize: str | None = None
+    require: list[str] = Field(default_factory=list)
+
+    @field_validator("require")
+    @classmethod
+    def _check_require(cls, v: list[str]) -> list[str]:
+        for item in v:
+            if not re.fullmatch(r"\s*[a-z0-9_]+\s*(<=|>=|<|>)\s*[-+0-9.eE]+\s*", item):
+                raise ValueError(f"cannot read requirement {item!r}; write e.g. 'ttft_p99_ms < 2000'")
+        return v
+
+
+class ChecksSpec(_Section):
+    known_answers: bool = True
+    suite_file: str | None = None
+    extra: list[dict[str, Any]] = Field(default_factory=list)
+    accuracy: bool = True
+    accuracy_prompts: int = Field(default=16, ge=1)
+    accuracy_tokens: int = Field(default=32, ge=1)
+    max_logprob_mad: float | None = None  # None: the measured default
+    min_token_agreement: float | None = None
+    tolerate: list[str] = Field(default_factory=list)  # flags whose drift is accepted
+
+
+class PlanSpec(_Section):
+    planner: str = "default"
+    max_trials: int | None = Field(default=None, ge=1)
+    max_wall_s: float | None = Field(default=None, gt=0)
+    repeat_top: int = Field(default=0, ge=0)
+    halving: bool = False
+    order: dict[str, list[FlagValue]] = Field(default_factory=dict)  # maturity order per flag
+    memory_order: dict[str, list[FlagValue]] = Field(default_factory=dict)  # least hungry first
+    exclude: list[dict[str, FlagValue]] = Field(default_factory=list)
+
+
+class Spec(_Section):
+    engine: EngineSpec
+    model: ModelSpec
+    launch: LaunchSpec = Field(default_factory=LaunchSpec)
+    space: dict[str, list[FlagValue]] = Field(default_factory=dict)
+    reference: Config = Field(default_factory=dict)
+    bench: BenchSpec = Field(default_factory=BenchSpec)
+    objective: ObjectiveSpec = Field(default_factory=ObjectiveSpec)
+    checks: ChecksSpec = Field(default_factory=ChecksSpec)
+    plan: PlanSpec = Field(default_factory=PlanSpec)
+    name: str | None = None
+
+    source: str | None = Field(default=None, exclude=True)
+    source_text: str | None = Field(default=None, exclude=True, repr=False)
+
+    @field_validator("space")
+    @classmethod
+    def _check_space(cls, v: dict[str, list[FlagValue]]) -> dict[str, list[FlagValue]]:
+        for flag, values in v.items():
+            if not flag.startswith("-"):
+                raise ValueError(f"space key {flag!r} must be an engine flag such as '--{flag}'")
+            if not values:
+                raise ValueError(f"space[{flag!r}] has no values")
+        return v
+
+    def configs(self) -> list[Config]:
+        """Every combination of the space, in spec order (the grid)."""
+        keys = list(self.space)
+        return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*self.space.values())]
+
+    def reference_config(self) -> Config:
+        """The reference completed with each axis's first value where it names none."""
+        ref = {k: v[0] for k, v in self.space.items()}
+        ref.update(self.reference)
+        return ref
+
+    def digest(self) -> str:
+        payload = self.model_dump_json(exclude={"source", "source_text"})
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def _line_of(text: str, loc: tuple[int | str, ...]) -> int | None:
+    """Best-effort line number of a field in TOML source (tomllib keeps none)."""
+    if not loc:
+        return None
+    lines = text.splitlines()
+    table, key = str(loc[0]), str(loc[1]) if len(loc) > 1 else None
+    start = 0
+    header = re.compile(rf"^\s*\[\s*{re.escape(table)}\s*\]")
+    for i, line in enumerate(lines):
+        if header.match(line):
+            start = i
+            if key is None:
+                return i + 1
+            break
+    else:
+        key = table
+    keypat = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
+    for i in range(start, len(lines)):
+        if keypat.match(lines[i]):
+            return i + 1
+    return start + 1 if start else None
+
+
+def _expand(value: str, base: Path) -> str:
+    expanded = os.path.expanduser(os.path.expandvars(value))
+    p = Path(expanded)
+    if not p.is_absolute() and (base / p).exists():
+        return str((base / p).resolve())
+    return expanded
+
+
+def parse_spec(text: str, source: str = "<spec>") -> Spec:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{source}: not valid TOML ({exc}); fix the syntax there.") from exc
+    try:
+        spec = Spec.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(err["loc"])
+        field = ".".join(str(p) for p in loc) or "(top level)"
+        line = _line_of(text, loc)
+        where = f"{source}:{line}" if line else source
+        msg = err["msg"].removeprefix("Value error, ")
+        raise SpecError(f"{where}: field '{field}': {msg}.") from exc
+    spec.source = source
+    spec.source_text = text
+    return spec
+
+
+def load_spec(path: str | Path) -> Spec:
+    p = Path(path)
+    if not p.is_file():
+        raise SpecError(f"spec file {p} does not exist; pass the path of a TOML spec.")
+    spec = parse_spec(p.read_text(encoding="utf-8"), source=str(p))
+    if spec.model.path:
+        spec.model.path = _expand(spec.model.path, p.parent.resolve())
+    return spec
+
+
+def parse_set(items: list[str] | tuple[str, ...]) -> Config:
+    """``--set FLAG=VALUE`` items into a config; a bare ``FLAG`` means a boolean switch."""
+    out: Config = {}
+    for item in items:
+        flag, sep, raw = item.partition("=")
+        if not flag.startswith("-"):
+            raise SpecError(f"--set {item!r}: the flag must start with '-', e.g. --set -fa=on.")
+        out[flag] = _coerce(raw) if sep else True
+    return out
+
+
+def _coerce(raw: str) -> FlagValue:
+    for cast in (int, float):
+        try:
+            return cast(raw)
+        except ValueError:
+            pass
+    if raw.lower() in ("true", "false"):
+        return raw.lower() == "true"
+    return raw

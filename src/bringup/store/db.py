@@ -1,0 +1,283 @@
+"""The SQLite store of runs and trials.
+
+Every stage change of a trial is an UPDATE committed at once, so a crash or Ctrl-C of
+bringup loses nothing and a re-run resumes: trials already decided (passed or failed)
+for the same configuration and fingerprint are reused unless ``rerun`` is asked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from bringup.errors import StoreError
+from bringup.plan.base import Pruned
+from bringup.store.migrations import migrate
+from bringup.verdict import Category, Failure, Stage, Status, TrialResult
+
+DECIDED = (Status.PASSED.value, Status.FAILED.value)
+
+
+def config_key(engine: str, model: str | None, fixed_args: list[str], flags: Mapping[str, Any]) -> str:
+    """Identity of a configuration: what would make a launch behave differently."""
+    payload = json.dumps(
+        {"engine": engine, "model": model, "args": fixed_args, "flags": dict(sorted(flags.items()))},
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def _loads(text: str | None, default: Any) -> Any:
+    return json.loads(text) if text else default
+
+
+class Store:
+    def __init__(self, path: str | Path = "bringup.db"):
+        self.path = Path(path)
+        try:
+            if str(path) != ":memory:":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+            self.db.row_factory = sqlite3.Row
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            migrate(self.db)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"cannot open the results database {path} ({exc}); pass --db with a writable path."
+            ) from exc
+
+    def close(self) -> None:
+        self.db.close()
+
+    # runs -------------------------------------------------------------------------
+    def create_run(
+        self,
+        *,
+        spec_path: str | None,
+        spec_digest: str,
+        spec_json: str,
+        engine: str,
+        fingerprint: dict[str, Any],
+        fingerprint_key: str,
+        run_dir: str,
+    ) -> str:
+        run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+        now = time.time()
+        self.db.execute(
+            "INSERT INTO runs (id, created, updated, spec_path, spec_digest, spec_json, engine,"
+            " fingerprint_json, fingerprint_key, status, run_dir) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                run_id,
+                now,
+                now,
+                spec_path,
+                spec_digest,
+                spec_json,
+                engine,
+                json.dumps(fingerprint),
+                fingerprint_key,
+                "running",
+                run_dir,
+            ),
+        )
+        return run_id
+
+    def finish_run(
+        self, run_id: str, status: str, winner: str | None, notes: list[str], pruned: list[Pruned]
+    ) -> None:
+        self.db.execute(
+            "UPDATE runs SET status=?, winner_trial=?, notes_json=?, updated=? WHERE id=?",
+            (status, winner, json.dumps(notes), time.time(), run_id),
+        )
+        self.db.execute("DELETE FROM pruned WHERE run_id=?", (run_id,))
+        self.db.executemany(
+            "INSERT INTO pruned VALUES (?,?,?,?)",
+            [(run_id, json.dumps(p.config), p.by_trial, p.reason) for p in pruned],
+        )
+
+    def run(self, run_id: str | None = None) -> dict[str, Any] | None:
+        if run_id:
+            row = self.db.execute(
+                "SELECT * FROM runs WHERE id=? OR id LIKE ? ORDER BY created DESC LIMIT 1",
+                (run_id, run_id + "%"),
+            ).fetchone()
+        else:
+            row = self.db.execute("SELECT * FROM runs ORDER BY created DESC LIMIT 1").fetchone()
+        if row is None:
+            return None
+        out = dict(row)
+        out["fingerprint"] = _loads(out.pop("fingerprint_json"), {})
+        out["notes"] = _loads(out.pop("notes_json"), [])
+        out["spec"] = _loads(out.pop("spec_json"), {})
+        out["pruned"] = [
+            {"flags": json.loads(r["flags_json"]), "by_trial": r["by_trial"], "reason": r["reason"]}
+            for r in self.db.execute("SELECT * FROM pruned WHERE run_id=?", (out["id"],))
+        ]
+        return out
+
+    # trials -----------------------------------------------------------------------
+    def next_seq(self, run_id: str) -> int:
+        row = self.db.execute("SELECT MAX(seq) FROM trials WHERE run_id=?", (run_id,)).fetchone()
+        return int(row[0] or 0) + 1
+
+    def save_trial(
+        self,
+        run_id: str,
+        seq: int,
+        result: TrialResult,
+        *,
+        cfg_key: str,
+        fingerprint_key: str,
+        engine: str,
+        engine_version: str,
+        purpose: str = "explore",
+        reused_from: str | None = None,
+    ) -> None:
+        f = result.failure
+        now = time.time()
+        self.db.execute(
+            "INSERT INTO trials (id, run_id, seq, config_key, fingerprint_key, engine, engine_version,"
+            " purpose, flags_json, status, stage, category, evidence_json, remedy, detail,"
+            " timings_json, metrics_json, checks_json, chosen_json, command_json, port, pid,"
+            " log_path, note, reused_from, started, updated)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+            " ON CONFLICT(id) DO UPDATE SET status=excluded.status, stage=excluded.stage,"
+            " category=excluded.category, evidence_json=excluded.evidence_json,"
+            " remedy=excluded.remedy, detail=excluded.detail, timings_json=excluded.timings_json,"
+            " metrics_json=excluded.metrics_json, checks_json=excluded.checks_json,"
+            " chosen_json=excluded.chosen_json, command_json=excluded.command_json,"
+            " port=excluded.port, pid=excluded.pid, log_path=excluded.log_path,"
+            " note=excluded.note, updated=excluded.updated",
+            (
+                result.trial_id,
+                run_id,
+                seq,
+                cfg_key,
+                fingerprint_key,
+                engine,
+                engine_version,
+                purpose,
+                json.dumps(result.flags, default=str),
+                result.status.value,
+                result.stage.value,
+                f.category.value if f else None,
+                json.dumps(f.evidence if f else []),
+                f.remedy if f else None,
+                f.detail if f else None,
+                json.dumps(result.timings),
+                json.dumps(result.metrics, default=str),
+                json.dumps(result.checks, default=str),
+                json.dumps(result.chosen),
+                json.dumps(result.command),
+                result.port,
+                result.pid,
+                result.log_path,
+                result.note,
+                reused_from,
+                now,
+                now,
+            ),
+        )
+
+    def decided(self, cfg_key: str, fingerprint_key: str) -> TrialResult | None:
+        """The latest passed/failed verdict for this configuration on this fingerprint."""
+        row = self.db.execute(
+            "SELECT * FROM trials WHERE config_key=? AND fingerprint_key=? AND status IN (?,?)"
+            " AND reused_from IS NULL ORDER BY updated DESC LIMIT 1",
+            (cfg_key, fingerprint_key, *DECIDED),
+        ).fetchone()
+        return row_to_result(row) if row else None
+
+    def trials(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        if run_id:
+            rows = self.db.execute("SELECT * FROM trials WHERE run_id=? ORDER BY seq", (run_id,))
+        else:
+            rows = self.db.execute("SELECT * FROM trials ORDER BY updated")
+        return [trial_row_dict(r) for r in rows]
+
+    def iter_all_trials(self) -> Iterator[dict[str, Any]]:
+        """Every trial with its run's fingerprint (for the compatibility matrix)."""
+        for r in self.db.execute(
+            "SELECT t.*, r.fingerprint_json FROM trials t JOIN runs r ON r.id = t.run_id"
+            " ORDER BY t.updated"
+        ):
+            d = trial_row_dict(r)
+            d["fingerprint"] = _loads(r["fingerprint_json"], {})
+            yield d
+
+    def trial(self, trial_id: str) -> dict[str, Any] | None:
+        row = self.db.execute(
+            "SELECT * FROM trials WHERE id=? OR id LIKE ? ORDER BY updated DESC LIMIT 1",
+            (trial_id, trial_id + "%"),
+        ).fetchone()
+        return trial_row_dict(row) if row else None
+
+    def mark_interrupted(self, run_id: str) -> int:
+        cur = self.db.execute(
+            "UPDATE trials SET status=?, updated=? WHERE run_id=? AND status=?",
+            (Status.INTERRUPTED.value, time.time(), run_id, Status.RUNNING.value),
+        )
+        self.db.execute(
+            "UPDATE runs SET status='interrupted', updated=? WHERE id=?", (time.time(), run_id)
+        )
+        return cur.rowcount
+
+    # reference answers (accuracy gate) -----------------------------------------------
+    def save_reference(self, fingerprint_key: str, cfg_key: str, answers: dict[str, Any]) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO reference_answers VALUES (?,?,?,?)",
+            (fingerprint_key, cfg_key, json.dumps(answers), time.time()),
+        )
+
+    def reference(self, fingerprint_key: str, cfg_key: str) -> dict[str, Any] | None:
+        row = self.db.execute(
+            "SELECT answers_json FROM reference_answers WHERE fingerprint_key=? AND config_key=?",
+            (fingerprint_key, cfg_key),
+        ).fetchone()
+        return json.loads(row[0]) if row else None
+
+
+def trial_row_dict(row: sqlite3.Row) -> dict[str, Any]:
+    d = dict(row)
+    for key in ("flags", "evidence", "timings", "metrics", "checks", "chosen", "command"):
+        d[key] = _loads(d.pop(f"{key}_json", None), {} if key not in ("evidence", "command") else [])
+    d.pop("fingerprint_json", None)
+    return d
+
+
+def row_to_result(row: sqlite3.Row | dict[str, Any]) -> TrialResult:
+    d = trial_row_dict(row) if isinstance(row, sqlite3.Row) else row
+    failure = None
+    if d.get("category"):
+        failure = Failure(
+            stage=Stage(d["stage"]),
+            category=Category(d["category"]),
+            evidence=d["evidence"],
+            remedy=d.get("remedy"),
+            detail=d.get("detail"),
+        )
+    return TrialResult(
+        trial_id=d["id"],
+        flags=d["flags"],
+        status=Status(d["status"]),
+        stage=Stage(d["stage"]),
+        failure=failure,
+        command=d["command"],
+        port=d.get("port"),
+        pid=d.get("pid"),
+        log_path=d.get("log_path"),
+        timings=d["timings"],
+        metrics=d["metrics"],
+        checks=d["checks"],
+        chosen=d["chosen"],
+        note=d.get("note"),
+    )

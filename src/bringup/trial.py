@@ -1,0 +1,233 @@
+"""One trial's life: validate, launch, ready, identified, correct, accurate, benchmarked.
+
+A failed trial is data: every stage that fails records the stage, category, evidence
+lines and remedy in the :class:`TrialResult`, which the caller persists after each stage
+through ``on_stage``. Teardown always runs (SIGTERM, then SIGKILL after the grace period),
+and only for the process this trial started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bringup.bench import BenchConfig, run_benchmark
+from bringup.checks import (
+    ReferenceAnswers,
+    check_under_load,
+    collect_answers,
+    compare_accuracy,
+    run_correctness,
+)
+from bringup.client import OpenAIClient
+from bringup.engines.base import EngineAdapter
+from bringup.plan.base import PlannedTrial
+from bringup.server.identity import verify_identity
+from bringup.server.ports import free_port, inspect_occupant
+from bringup.server.process import EngineProcess
+from bringup.server.readiness import wait_ready
+from bringup.spec import Spec
+from bringup.verdict import Category, Stage, Status, TrialResult
+
+StageHook = Callable[[TrialResult, Stage, str], None]
+
+
+@dataclass
+class TrialContext:
+    spec: Spec
+    adapter: EngineAdapter
+    run_dir: Path
+    adopt: bool = False
+    reference: ReferenceAnswers | None = None
+    collect_reference: bool = False  # this trial's answers become the reference
+    on_stage: StageHook = field(default=lambda r, s, m: None)
+    api_key: str | None = None
+    benchmark: bool = True
+
+
+@dataclass
+class LiveServer:
+    """A server a trial left running (``bringup launch``)."""
+
+    url: str
+    pid: int | None
+    process: EngineProcess | None
+    adopted: bool = False
+
+
+@dataclass
+class TrialRun:
+    result: TrialResult
+    server: LiveServer | None = None
+    answers: ReferenceAnswers | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _enter(ctx: TrialContext, result: TrialResult, stage: Stage, message: str = "") -> float:
+    result.stage = stage
+    ctx.on_stage(result, stage, message)
+    return time.monotonic()
+
+
+async def run_trial(
+    ctx: TrialContext, planned: PlannedTrial, trial_id: str, *, keep_alive: bool = False
+) -> TrialRun:
+    spec, adapter = ctx.spec, ctx.adapter
+    result = TrialResult(trial_id=trial_id, flags=dict(planned.config))
+    run = TrialRun(result)
+
+    t0 = _enter(ctx, result, Stage.LAUNCHING, "checking flags")
+    problems = adapter.check_flags(spec, planned.config)
+    if problems:
+        result.fail(
+            Stage.LAUNCHING,
+            Category.INVALID_CONFIG,
+            [p.message for p in problems],
+            remedy="; ".join(f"use {p.replacement}" for p in problems if p.replacement) or None,
+            detail="refused before launch by the engine's own CLI",
+        )
+        ctx.on_stage(result, result.stage, "invalid flags")
+        return run
+
+    host = spec.launch.host
+    port = spec.launch.port
+    proc: EngineProcess | None = None
+    adopted = False
+    if port is not None:
+        occupant = await inspect_occupant(host, port)
+        if occupant is not None:
+            served = adapter.served_model(spec)
+            if ctx.adopt and served and any(served in m or m in served for m in occupant.model_ids):
+                adopted = True
+                result.note = f"adopted the server already on port {port}: {occupant.describe()}"
+            else:
+                result.fail(
+                    Stage.LAUNCHING,
+                    Category.PORT_IN_USE,
+                    [occupant.describe()],
+                    remedy="stop that server, set another launch.port, or pass --adopt to reuse it"
+                    " if it serves the same model",
+                    detail=f"port {port} is pinned by the spec and already serves; nothing launched",
+                )
+                ctx.on_stage(result, result.stage, "port busy")
+                return run
+    else:
+        port = free_port(host)
+    result.port = port
+    base_url = f"http://{host}:{port}"
+
+    try:
+        if not adopted:
+            argv = adapter.build_command(spec, planned.config, host, port)
+            result.command = argv
+            log_path = ctx.run_dir / f"{trial_id}.log"
+            result.log_path = str(log_path)
+            proc = EngineProcess(argv, log_path, adapter.env(spec, planned.config))
+            result.pid = proc.pid
+            ctx.on_stage(result, Stage.LAUNCHING, f"pid {proc.pid} on port {port}")
+
+            t0 = _enter(ctx, result, Stage.READY, "waiting for health")
+            outcome = await wait_ready(
+                proc,
+                adapter,
+                base_url,
+                start_timeout_s=spec.launch.start_timeout_s,
+                hang_timeout_s=spec.launch.hang_timeout_s,
+            )
+            result.timings["ready_s"] = round(outcome.elapsed_s, 3)
+            if not outcome.ready:
+                assert outcome.category is not None
+                result.fail(
+                    Stage.READY, outcome.category, outcome.evidence, outcome.remedy, outcome.detail
+                )
+                return run
+
+            t0 = _enter(ctx, result, Stage.IDENTIFIED, "who answers?")
+            ident = verify_identity(proc.pid, port)
+            result.checks["identity"] = ident.evidence
+            if not ident.ours:
+                result.fail(
+                    Stage.IDENTIFIED,
+                    Category.PORT_IN_USE,
+                    [ident.evidence],
+                    remedy="another process answers on this port; free it or pin a different port",
+                )
+                return run
+            result.timings["identified_s"] = round(time.monotonic() - t0, 3)
+            result.chosen = adapter.chosen(log_path.read_text(errors="replace"))
+
+        await _checks_and_bench(ctx, planned, run, base_url)
+        if result.status is Status.RUNNING:
+            result.status = Status.PASSED
+            _enter(ctx, result, Stage.PASSED, "passed")
+        if keep_alive and result.passed:
+            run.server = LiveServer(base_url, proc.pid if proc else None, proc, adopted)
+        return run
+    except asyncio.CancelledError:
+        result.status = Status.INTERRUPTED
+        raise
+    finally:
+        if proc is not None and run.server is None:
+            proc.stop(spec.launch.stop_grace_s if result.status is not Status.INTERRUPTED else 3.0)
+            if result.failure and result.log_path:
+                # the log is complete only after the process is gone
+                text = Path(result.log_path).read_text(errors="replace")
+                result.chosen = result.chosen or adapter.chosen(text)
+        ctx.on_stage(result, result.stage, "done")
+
+
+async def _checks_and_bench(
+    ctx: TrialContext, planned: PlannedTrial, run: TrialRun, base_url: str
+) -> None:
+    spec, result = ctx.spec, run.result
+    model = ctx.adapter.served_model(spec)
+    async with OpenAIClient(base_url, api_key=ctx.api_key) as client:
+        t0 = _enter(ctx, result, Stage.CORRECT, "known answers and garbage detectors")
+        report = await run_correctness(client, spec)
+        result.checks["correctness"] = report.to_dict()
+        result.timings["correct_s"] = round(time.monotonic() - t0, 3)
+        if not report.passed:
+            assert report.category is not None
+            result.fail(Stage.CORRECT, report.category, report.evidence)
+            return
+
+        if spec.checks.accuracy and (ctx.reference is not None or ctx.collect_reference):
+            t0 = _enter(ctx, result, Stage.ACCURATE, "differential check against the reference")
+            candidate_of = None if ctx.collect_reference else ctx.reference
+            answers = await collect_answers(client, spec, reference=candidate_of)
+            run.answers = answers
+            if candidate_of is not None:
+                acc = await compare_accuracy(
+                    candidate_of, answers, spec, candidate_flags=planned.config
+                )
+                result.checks["accuracy"] = acc.to_dict()
+                if not acc.passed:
+                    result.fail(
+                        Stage.ACCURATE,
+                        acc.category or Category.ACCURACY_REGRESSION,
+                        acc.evidence,
+                    )
+            else:
+                result.checks["accuracy"] = {"role": "reference"}
+            result.timings["accurate_s"] = round(time.monotonic() - t0, 3)
+            if result.failure:
+                return
+
+    if not ctx.benchmark:
+        return
+    t0 = _enter(ctx, result, Stage.BENCHMARKED, "streaming load")
+    cfg = BenchConfig.from_spec(spec.bench, model=model, scale=planned.bench_scale)
+    cfg.api_key = ctx.api_key
+    bench = await run_benchmark(base_url, cfg)
+    result.timings["benchmarked_s"] = round(time.monotonic() - t0, 3)
+    result.metrics = bench.summary()
+    result.checks["bench"] = bench.to_dict()
+    load = check_under_load(bench.levels)
+    result.checks["under_load"] = load.to_dict()
+    if not load.passed:
+        assert load.category is not None
+        result.fail(Stage.BENCHMARKED, load.category, load.evidence)

@@ -1,0 +1,107 @@
+"""Stages, verdict categories and the result of one trial.
+
+A trial walks ``planned -> launching -> ready -> identified -> correct -> accurate ->
+benchmarked -> passed``; any stage may end it as ``failed`` with a category, the log lines
+that decided it and, where one is known, a remedy. ``interrupted`` means bringup itself was
+stopped; such a trial is re-run on resume.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class Stage(enum.StrEnum):
+    PLANNED = "planned"
+    LAUNCHING = "launching"
+    READY = "ready"
+    IDENTIFIED = "identified"
+    CORRECT = "correct"
+    ACCURATE = "accurate"
+    BENCHMARKED = "benchmarked"
+    PASSED = "passed"
+
+
+class Status(enum.StrEnum):
+    RUNNING = "running"
+    PASSED = "passed"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    SKIPPED = "skipped"  # pruned by the planner or already decided in the store
+
+
+class Category(enum.StrEnum):
+    # launch / runtime failures (same labels as the failure corpus)
+    OOM_GPU = "oom_gpu"
+    OOM_HOST = "oom_host"
+    UNSUPPORTED_HARDWARE = "unsupported_hardware"
+    INVALID_CONFIG = "invalid_config"
+    MODEL_INCOMPATIBLE = "model_incompatible"
+    MISSING_DEPENDENCY = "missing_dependency"
+    DISTRIBUTED_FAILURE = "distributed_failure"
+    PORT_IN_USE = "port_in_use"
+    MODEL_LOAD_FAILURE = "model_load_failure"
+    STARTUP_TIMEOUT_OR_HANG = "startup_timeout_or_hang"
+    GARBAGE_OUTPUT = "garbage_output"
+    RUNTIME_CRASH = "runtime_crash"
+    # check failures
+    WRONG_ANSWER = "wrong_answer"
+    ACCURACY_REGRESSION = "accuracy_regression"
+    ERRORS_UNDER_LOAD = "errors_under_load"
+
+
+LAUNCH_CATEGORIES: tuple[Category, ...] = tuple(Category)[:12]
+
+
+class Failure(BaseModel):
+    """Why a trial failed: where, what kind, the decisive evidence and what to try."""
+
+    stage: Stage
+    category: Category
+    evidence: list[str] = Field(default_factory=list)
+    remedy: str | None = None
+    detail: str | None = None  # one human sentence, e.g. "process exited with code 1"
+
+    def headline(self) -> str:
+        line = self.evidence[0] if self.evidence else (self.detail or "")
+        return f"{self.category.value}: {line}".strip().rstrip(":")
+
+
+class TrialResult(BaseModel):
+    """Everything recorded about one trial; written to the store as it progresses."""
+
+    trial_id: str
+    flags: dict[str, Any]
+    status: Status = Status.RUNNING
+    stage: Stage = Stage.PLANNED
+    failure: Failure | None = None
+    command: list[str] = Field(default_factory=list)
+    port: int | None = None
+    pid: int | None = None
+    log_path: str | None = None
+    timings: dict[str, float] = Field(default_factory=dict)  # stage name -> seconds
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    checks: dict[str, Any] = Field(default_factory=dict)
+    chosen: dict[str, str] = Field(default_factory=dict)  # what the engine actually picked
+    note: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status is Status.PASSED
+
+    def fail(
+        self,
+        stage: Stage,
+        category: Category,
+        evidence: list[str] | None = None,
+        remedy: str | None = None,
+        detail: str | None = None,
+    ) -> TrialResult:
+        self.status = Status.FAILED
+        self.failure = Failure(
+            stage=stage, category=category, evidence=evidence or [], remedy=remedy, detail=detail
+        )
+        return self

@@ -1,0 +1,152 @@
+"""Process, readiness and identity against small scripted engines (no real engine)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from bringup.engines.base import EngineAdapter
+from bringup.server.identity import verify_identity
+from bringup.server.ports import free_port
+from bringup.server.process import EngineProcess
+from bringup.server.readiness import wait_ready
+from bringup.verdict import Category
+
+
+class ScriptAdapter(EngineAdapter):
+    name = "llama.cpp"
+
+
+SERVE = textwrap.dedent(
+    """
+    import http.server, sys, time
+    port = int(sys.argv[1]); delay = float(sys.argv[2]); t0 = time.time()
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            ok = time.time() - t0 > delay
+            self.send_response(200 if ok else 503); self.end_headers()
+            self.wfile.write(b'{"status":"ok"}' if ok else b'loading')
+        def log_message(self, *a): pass
+    print("starting", flush=True)
+    http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+    """
+)
+
+
+def spawn(tmp_path: Path, code: str, *args: str) -> EngineProcess:
+    return EngineProcess([sys.executable, "-c", code, *args], tmp_path / "engine.log")
+
+
+async def test_exit_is_a_verdict_within_a_second(tmp_path: Path) -> None:
+    code = "import sys, time; time.sleep(0.3); print('error: invalid argument: --bogus', flush=True); sys.exit(1)"
+    proc = spawn(tmp_path, code)
+    t0 = time.monotonic()
+    out = await wait_ready(proc, ScriptAdapter(), f"http://127.0.0.1:{free_port()}",
+                           start_timeout_s=60, hang_timeout_s=60)
+    elapsed = time.monotonic() - t0
+    assert not out.ready
+    assert out.category is Category.INVALID_CONFIG
+    assert any("invalid argument" in e for e in out.evidence)
+    assert elapsed < 0.3 + 1.0
+    proc.stop(1)
+
+
+async def test_fatal_line_ends_wait_while_process_lingers(tmp_path: Path) -> None:
+    code = (
+        "import time; print('llama_init_from_model: quantized V cache requires flash_attn to be enabled',"
+        " flush=True); print('srv  llama_server: exiting due to model loading error', flush=True);"
+        " time.sleep(60)"
+    )
+    proc = spawn(tmp_path, code)
+    t0 = time.monotonic()
+    out = await wait_ready(proc, ScriptAdapter(), f"http://127.0.0.1:{free_port()}",
+                           start_timeout_s=60, hang_timeout_s=60)
+    assert time.monotonic() - t0 < 3
+    assert proc.poll() is None  # still lingering: the log decided, not the exit
+    assert out.category is Category.INVALID_CONFIG
+    proc.stop(1)
+    assert proc.poll() is not None
+
+
+async def test_silent_log_is_a_hang(tmp_path: Path) -> None:
+    proc = spawn(tmp_path, "import time; print('loading weights', flush=True); time.sleep(60)")
+    out = await wait_ready(proc, ScriptAdapter(), f"http://127.0.0.1:{free_port()}",
+                           start_timeout_s=60, hang_timeout_s=1.0)
+    assert out.category is Category.STARTUP_TIMEOUT_OR_HANG
+    assert out.detail and "no log output" in out.detail
+    assert "loading weights" in " ".join(out.evidence)
+    proc.stop(1)
+
+
+async def test_start_timeout(tmp_path: Path) -> None:
+    code = "import time\nwhile True: print('tick', flush=True); time.sleep(0.2)"
+    proc = spawn(tmp_path, code)
+    out = await wait_ready(proc, ScriptAdapter(), f"http://127.0.0.1:{free_port()}",
+                           start_timeout_s=1.0, hang_timeout_s=60)
+    assert out.category is Category.STARTUP_TIMEOUT_OR_HANG
+    assert out.detail and "not ready after" in out.detail
+    proc.stop(1)
+
+
+async def test_ready_after_503_then_identity(tmp_path: Path) -> None:
+    port = free_port()
+    proc = spawn(tmp_path, SERVE, str(port), "0.8")
+    out = await wait_ready(proc, ScriptAdapter(), f"http://127.0.0.1:{port}",
+                           start_timeout_s=30, hang_timeout_s=30)
+    assert out.ready, out
+    assert out.elapsed_s >= 0.8
+    ident = verify_identity(proc.pid, port)
+    assert ident.ours and ident.owner_pid == proc.pid
+    # a server we did not launch on that port is not ours
+    other = spawn(tmp_path, "import time; time.sleep(30)")
+    assert not verify_identity(other.pid, port).ours
+    other.stop(1)
+    proc.stop(2)
+
+
+def test_teardown_kills_group_after_grace(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        """
+        import signal, subprocess, sys, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        child = subprocess.Popen([sys.executable, "-c",
+            "import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"])
+        print(child.pid, flush=True)
+        time.sleep(60)
+        """
+    )
+    proc = spawn(tmp_path, code)
+    deadline = time.time() + 10
+    while time.time() < deadline and not (tmp_path / "engine.log").read_text().strip():
+        time.sleep(0.05)
+    child_pid = int((tmp_path / "engine.log").read_text().split()[0])
+    assert os.getpgid(child_pid) == proc.pgid != os.getpgid(0)
+    t0 = time.monotonic()
+    code_ = proc.stop(grace_s=0.5)
+    assert code_ == -signal.SIGKILL
+    assert time.monotonic() - t0 < 5
+    time.sleep(0.1)
+    assert not psutil.pid_exists(child_pid) or psutil.Process(child_pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_stop_only_signals_its_own_group(tmp_path: Path) -> None:
+    bystander = EngineProcess([sys.executable, "-c", "import time; time.sleep(30)"], tmp_path / "b.log")
+    proc = spawn(tmp_path, "import time; time.sleep(30)")
+    proc.stop(1)
+    assert bystander.poll() is None
+    bystander.stop(1)
+
+
+@pytest.mark.parametrize("code", [-9, 137])
+def test_killed_process_classified(code: int) -> None:
+    from bringup.diagnose import classify
+
+    diag = classify("loading model\n", engine="llama.cpp", exit_code=code)
+    assert diag.category is Category.OOM_HOST
