@@ -81,7 +81,9 @@ class ObjectiveSpec(_Section):
     def _check_require(cls, v: list[str]) -> list[str]:
         for item in v:
             if not re.fullmatch(r"\s*[a-z0-9_]+\s*(<=|>=|<|>)\s*[-+0-9.eE]+\s*", item):
-                raise ValueError(f"cannot read requirement {item!r}; write e.g. 'ttft_p99_ms < 2000'")
+                raise ValueError(
+                    f"cannot read requirement {item!r}; write e.g. 'ttft_p99_ms < 2000'"
+                )
         return v
 
 
@@ -136,7 +138,9 @@ class Spec(_Section):
     def configs(self) -> list[Config]:
         """Every combination of the space, in spec order (the grid)."""
         keys = list(self.space)
-        return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*self.space.values())]
+        return [
+            dict(zip(keys, combo, strict=True)) for combo in itertools.product(*self.space.values())
+        ]
 
     def reference_config(self) -> Config:
         """The reference completed with each axis's first value where it names none."""

@@ -83,6 +83,7 @@ def prepare(spec: Spec) -> PreparedSpec:
     info = adapter.info(spec)
     model = spec.model.path
     finger = fp.collect(adapter.name, info.version, model)
+    finger["engine_details"] = {k: v for k, v in info.details.items() if k != "binary"}
     return PreparedSpec(spec, adapter, info.version, finger, fp.fingerprint_key(finger))
 
 

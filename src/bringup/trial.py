@@ -111,7 +111,8 @@ async def run_trial(
                     [occupant.describe()],
                     remedy="stop that server, set another launch.port, or pass --adopt to reuse it"
                     " if it serves the same model",
-                    detail=f"port {port} is pinned by the spec and already serves; nothing launched",
+                    detail=f"port {port} is pinned by the spec and already serves; "
+                    "nothing launched",
                 )
                 ctx.on_stage(result, result.stage, "port busy")
                 return run
@@ -137,6 +138,7 @@ async def run_trial(
                 base_url,
                 start_timeout_s=spec.launch.start_timeout_s,
                 hang_timeout_s=spec.launch.hang_timeout_s,
+                health_path=adapter.health_path_for(spec),
             )
             result.timings["ready_s"] = round(outcome.elapsed_s, 3)
             if not outcome.ready:
@@ -159,6 +161,7 @@ async def run_trial(
                 return run
             result.timings["identified_s"] = round(time.monotonic() - t0, 3)
             result.chosen = adapter.chosen(log_path.read_text(errors="replace"))
+            result.chosen.update(await _chosen_from_info(adapter, base_url))
 
         await _checks_and_bench(ctx, planned, run, base_url)
         if result.status is Status.RUNNING:
@@ -178,6 +181,23 @@ async def run_trial(
                 text = Path(result.log_path).read_text(errors="replace")
                 result.chosen = result.chosen or adapter.chosen(text)
         ctx.on_stage(result, result.stage, "done")
+
+
+async def _chosen_from_info(adapter: EngineAdapter, base_url: str) -> dict[str, str]:
+    """What the engine's info endpoints (e.g. SGLang /server_info) say it resolved."""
+    chosen: dict[str, str] = {}
+    if not adapter.info_paths:
+        return chosen
+    async with OpenAIClient(base_url) as client:
+        for path in adapter.info_paths:
+            payload = await client.get_json(path)
+            if payload is None:
+                continue
+            chosen.update(adapter.chosen_from_info(path, payload))
+            version = adapter.version_from_info(path, payload)
+            if version:
+                chosen["engine_version"] = version
+    return chosen
 
 
 async def _checks_and_bench(

@@ -112,6 +112,13 @@ class EngineAdapter:
 
         return extract_chosen(log_text, engine=self.name)
 
+    def health_path_for(self, spec: Spec) -> str:
+        """The health endpoint for this spec (the generic engine reads it from the spec)."""
+        return self.health_path
+
+    def ready_pattern_for(self, spec: Spec) -> str | None:
+        return self.ready_pattern
+
     def chosen_from_info(self, path: str, payload: Any) -> dict[str, str]:
         """What the engine chose, from the decoded JSON of one of ``info_paths``."""
         return {}

@@ -79,15 +79,31 @@ class LlamaCppAdapter(EngineAdapter):
         ]
 
     def check_model(self, spec: Spec) -> None:
-        path = self.model_location(spec)
-        if not Path(path).is_file():
+        path = Path(self.model_location(spec))
+        if not path.is_file():
+            nearby = (
+                sorted(p.name for p in path.parent.glob("*.gguf")) if path.parent.is_dir() else []
+            )
+            there = f" ({path.parent} holds: {', '.join(nearby[:5])})" if nearby else ""
             raise ModelNotFoundError(
-                f"model file {path} does not exist; set model.path to a .gguf file "
+                f"model file {path} does not exist{there}; set model.path to a .gguf file "
                 '(or model.builtin = "gemma3-270m").'
             )
 
     def check_flags(self, spec: Spec, flags: Mapping[str, FlagValue]) -> list[FlagProblem]:
-        return []
+        # the installed llama-server's own --help; the captured b11434 help when absent
+        from bringup.engines.flagcheck import args_to_config, check_config, engine_table
+
+        binary = find_llama_server(spec.engine.binary)
+        table = engine_table(
+            "llama.cpp",
+            [binary, "--help"] if binary else None,
+            version=_version(binary) if binary else "unknown",
+            markers=("--port", "--ctx-size"),
+            why="llama-server is not installed here",
+        )
+        config = {**args_to_config(table, spec.launch.args), **flags}
+        return check_config(table, config, "llama.cpp")
 
     def info(self, spec: Spec) -> EngineInfo:
         binary = self.locate(spec)[0]

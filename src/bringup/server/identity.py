@@ -50,11 +50,14 @@ def _system_listener(port: int) -> int | None:
 def verify_identity(pid: int, port: int) -> IdentityCheck:
     owners = _listening_pids(pid, port)
     if owners:
-        return IdentityCheck(True, f"pid {owners[0]} (launched as {pid}) listens on port {port}", owners[0])
+        return IdentityCheck(
+            True, f"pid {owners[0]} (launched as {pid}) listens on port {port}", owners[0]
+        )
     other = _system_listener(port)
     who = f"pid {other}" if other else "a process bringup did not start"
     return IdentityCheck(
         False,
-        f"port {port} answers, but the listener is {who}, not the launched pid {pid} or its children",
+        f"port {port} answers, but the listener is {who}, "
+        f"not the launched pid {pid} or its children",
         other,
     )

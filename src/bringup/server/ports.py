@@ -38,7 +38,9 @@ class Occupant:
 
     def describe(self) -> str:
         if not self.answers:
-            return f"something accepts connections on {self.host}:{self.port} but does not speak HTTP"
+            return (
+                f"something accepts connections on {self.host}:{self.port} but does not speak HTTP"
+            )
         parts = [f"{path} -> {ans}" for path, ans in self.answers.items()]
         who = f" serving {', '.join(self.model_ids)}" if self.model_ids else ""
         return f"a server already answers on {self.host}:{self.port}{who} ({'; '.join(parts)})"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import aiohttp
 
-from bringup.diagnose import classify
+from bringup.diagnose import classify, diagnose_hang
 from bringup.engines.base import EngineAdapter, HealthState
 from bringup.server.process import EngineProcess, describe_exit
 from bringup.verdict import Category, Stage
@@ -77,13 +77,14 @@ async def wait_ready(
     *,
     start_timeout_s: float,
     hang_timeout_s: float,
+    health_path: str | None = None,
 ) -> ReadyOutcome:
     start = time.monotonic()
     tail = LogTail(proc.log_path)
-    url = base_url.rstrip("/") + adapter.health_path
+    url = base_url.rstrip("/") + (health_path or adapter.health_path)
     backoff, next_poll = 0.05, start
     last_health: str | None = None
-    timeout = aiohttp.ClientTimeout(total=5.0, sock_connect=1.0)
+    timeout = aiohttp.ClientTimeout(total=adapter.health_timeout_s, sock_connect=1.0)
 
     def failed(category: Category | None = None, detail: str | None = None) -> ReadyOutcome:
         text = tail.text()
@@ -113,9 +114,11 @@ async def wait_ready(
                     tail.read_new_lines()
                     return failed(detail=f"fatal log line while starting: {line.strip()}")
             if now - start > start_timeout_s:
-                return _hang(tail, start, last_health, f"not ready after {start_timeout_s:.0f} s")
+                detail = f"not ready after {start_timeout_s:.0f} s"
+                return _hang(tail, adapter, start, last_health, detail)
             if now - tail.last_growth > hang_timeout_s:
-                return _hang(tail, start, last_health, f"no log output for {hang_timeout_s:.0f} s")
+                detail = f"no log output for {hang_timeout_s:.0f} s"
+                return _hang(tail, adapter, start, last_health, detail)
             if now >= next_poll:
                 state, last_health = await _poll(session, url, adapter)
                 if state is HealthState.READY:
@@ -125,10 +128,10 @@ async def wait_ready(
             await asyncio.sleep(TICK_S)
 
 
-def _hang(tail: LogTail, start: float, last_health: str | None, detail: str) -> ReadyOutcome:
-    from bringup.diagnose import diagnose_hang
-
-    diag = diagnose_hang(tail.text(), engine=None)
+def _hang(
+    tail: LogTail, adapter: EngineAdapter, start: float, last_health: str | None, detail: str
+) -> ReadyOutcome:
+    diag = diagnose_hang(tail.text(), engine=adapter.name)
     return ReadyOutcome(
         False,
         time.monotonic() - start,

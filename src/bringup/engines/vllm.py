@@ -1,0 +1,130 @@
+"""vLLM adapter (``vllm serve M``; read against vLLM 0.33.0).
+
+Launch: ``vllm serve MODEL --host H --port P`` (the model is positional; with
+``engine.binary`` set to a Python interpreter, ``python -m vllm.entrypoints.cli.main
+serve``). Parallelism: ``-tp``, ``-pp``, ``-dp`` and the switch ``-ep``; GPUs via
+``engine.gpus`` -> ``CUDA_VISIBLE_DEVICES``. Always pass ``--host``: its default binds all.
+
+Health: the port does not accept connections until the engine is built, profiled and its
+CUDA graphs captured (connection refused, never a loading 503); then ``/health`` -> 200
+without generating. A 503 means the engine core died (``EngineDeadError``). Ready lines:
+``Starting vLLM server on http://...`` then ``Application startup complete.``. What it
+chose comes from the log (``Using X attention backend``, the engine config line,
+``non-default args``); ``/server_info`` exists only with ``VLLM_SERVER_DEV_MODE=1``.
+Flags: argparse, ``--help=all`` lists them; ``--max_num_seqs`` means ``--max-num-seqs``,
+``-O3`` means ``--optimization-level 3`` and ``-cc.mode 3`` sets one JSON key.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from bringup.engines.base import EngineAdapter, HealthState
+from bringup.engines.helptext import ParseOptions
+from bringup.engines.profiling import ProfilingEndpoints, vllm_profiling
+from bringup.engines.pyengine import PythonEngineAdapter, int_flag
+from bringup.engines.registry import hookimpl
+from bringup.spec import Config, FlagValue
+
+INSTALL_HINT = (
+    "install it on the GPU machine with `pip install vllm` (https://docs.vllm.ai), or point "
+    "engine.binary at its `vllm` script or at a Python interpreter that has vllm installed"
+)
+
+_CONFIG_KEYS = (
+    "dtype",
+    "quantization",
+    "kv_cache_dtype",
+    "enforce_eager",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "data_parallel_size",
+    "max_seq_len",
+)
+_CHOSEN_ARGS = re.compile(r".*_backend|.*dtype|quantization|max_num_\w+|.*_size|enforce_eager")
+
+
+def non_default_args(log_text: str) -> dict[str, str]:
+    """The ``non-default args: {...}`` dict vLLM logs at start-up, as text."""
+    found: dict[str, str] = {}
+    for m in re.finditer(r"non-default args: (\{.*\})\s*$", log_text, re.M):
+        try:
+            parsed = ast.literal_eval(m.group(1))
+        except (ValueError, SyntaxError):
+            continue
+        if isinstance(parsed, dict):
+            found |= {str(k): str(v) for k, v in parsed.items() if _CHOSEN_ARGS.fullmatch(str(k))}
+    return found
+
+
+class VLLMAdapter(PythonEngineAdapter):
+    name = "vllm"
+    aliases = ("vllm-serve",)
+    display = "vLLM"
+    executable = "vllm"
+    subcommand = ("serve",)
+    module = "vllm.entrypoints.cli.main"
+    module_args = ("serve",)
+    dists = ("vllm", "torch", "flashinfer-python")
+    help_args = ("--help=all",)
+    help_markers = ("--port", "--gpu-memory-utilization", "--max-num-seqs")
+    model_flag = None
+    parse_options = ParseOptions(normalize_underscores=True, dotted_keys=True)
+    install_hint = INSTALL_HINT
+    health_path = "/health"
+    ready_pattern = r"Application startup complete|Starting vLLM (?:API )?server on http"
+    info_paths = ("/version",)
+    fatal_patterns = (
+        r"Engine core initialization failed",
+        r"EngineCore failed to start",
+        r"EngineDeadError",
+        r"vllm serve: error:",
+    )
+    chosen_patterns = (
+        ("attention_backend", r"Using (\w+) attention backend out of potential backends"),
+        ("attention_backend", r"Using ([A-Z][A-Z0-9_]+) backend\.?\s*$"),
+        ("version", r"vLLM API server version (\S+)"),
+        ("gpu_kv_cache_tokens", r"GPU KV cache size: ([\d,]+) tokens"),
+        *((key, rf"with config: .*?\b{key}=([^,\s]+)") for key in _CONFIG_KEYS),
+    )
+
+    def health_state(self, status: int, body: bytes) -> HealthState:
+        # vLLM never answers while loading; a 503 is a dead engine core
+        return HealthState.READY if status == 200 else HealthState.UNHEALTHY
+
+    def normalize_flags(self, flags: Mapping[str, FlagValue]) -> Config:
+        out: Config = {}
+        for flag, value in flags.items():
+            if re.fullmatch(r"-O=?\d", flag):
+                out["--optimization-level"] = int(flag[-1])
+            elif flag == "-O" and value is not True:
+                out["--optimization-level"] = value
+            else:
+                out[flag] = value
+        return out
+
+    def gpus_needed(self, config: Mapping[str, FlagValue]) -> int:
+        tp = int_flag(config, "--tensor-parallel-size")
+        pp = int_flag(config, "--pipeline-parallel-size")
+        dp = int_flag(config, "--data-parallel-size-local", "--data-parallel-size")
+        return tp * pp * dp
+
+    def chosen(self, log_text: str) -> dict[str, str]:
+        return non_default_args(log_text) | super().chosen(log_text)
+
+    def version_from_info(self, path: str, payload: Any) -> str | None:
+        if path == "/version" and isinstance(payload, dict) and payload.get("version"):
+            return str(payload["version"])
+        return None
+
+    def profiling(self, output_dir: str) -> ProfilingEndpoints | None:
+        return vllm_profiling(output_dir)
+
+
+@hookimpl
+def register_engines(register: Any) -> None:
+    adapter: EngineAdapter = VLLMAdapter()
+    register(adapter)
