@@ -132,7 +132,9 @@ async def run_sweep(
         trial_id = f"{run_id}-t{seq:03d}"
         is_reference = planned.config == ref_config
         needs_ref = spec.checks.accuracy and reference is None and is_reference
-        if not options.rerun and not needs_ref:
+        # repeats and full benchmarks exist to measure again; only first looks are reused
+        reusable = planned.purpose in ("explore", "reference")
+        if reusable and not options.rerun and not needs_ref:
             prior = store.decided(key, prep.fingerprint_key)
             if prior is not None:
                 reused = prior.model_copy(update={"trial_id": trial_id})

@@ -79,6 +79,7 @@ async def run_trial(
     spec, adapter = ctx.spec, ctx.adapter
     result = TrialResult(trial_id=trial_id, flags=dict(planned.config))
     run = TrialRun(result)
+    trial_start = time.monotonic()
 
     t0 = _enter(ctx, result, Stage.LAUNCHING, "checking flags")
     problems = adapter.check_flags(spec, planned.config)
@@ -174,6 +175,7 @@ async def run_trial(
         result.status = Status.INTERRUPTED
         raise
     finally:
+        result.timings["total"] = round(time.monotonic() - trial_start, 3)
         if proc is not None and run.server is None:
             proc.stop(spec.launch.stop_grace_s if result.status is not Status.INTERRUPTED else 3.0)
             if result.failure and result.log_path:
@@ -245,6 +247,7 @@ async def _checks_and_bench(
     bench = await run_benchmark(base_url, cfg)
     result.timings["benchmarked_s"] = round(time.monotonic() - t0, 3)
     result.metrics = bench.summary()
+    result.metrics["bench_scale"] = planned.bench_scale
     result.checks["bench"] = bench.to_dict()
     load = check_under_load(bench.levels)
     result.checks["under_load"] = load.to_dict()

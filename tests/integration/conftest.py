@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from bringup.engines.llamacpp import find_llama_server
@@ -59,3 +61,8 @@ accuracy = false
 @pytest.fixture
 def spec(llama_server: str, gemma_path: str) -> Spec:
     return make_spec(gemma_path)
+
+
+@pytest.fixture
+def spec_factory(llama_server: str) -> Callable[..., Spec]:
+    return make_spec

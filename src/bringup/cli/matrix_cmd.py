@@ -1,0 +1,43 @@
+"""``bringup matrix``: the compatibility matrix accumulated in the results database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from bringup.errors import BringupError
+from bringup.plan.matrix import NOT_TRIED, WORKS, compatibility_matrix
+
+
+@click.command("matrix")
+@click.option("--db", default="bringup.db", show_default=True, help="SQLite results file.")
+@click.option("--flag", "flags", multiple=True, help="Only these flags (repeatable).")
+def matrix(db: str, flags: tuple[str, ...]) -> None:
+    """Flag value by fingerprint (hardware, engine version): works, category or not tried."""
+    from bringup.store import Store
+
+    if not Path(db).is_file():
+        raise BringupError(f"no results database at {db}; run `bringup sweep` first or pass --db.")
+    store = Store(db)
+    try:
+        result = compatibility_matrix(store.iter_all_trials())
+    finally:
+        store.close()
+    table = result.table()
+    if flags:
+        table = [table[0], *(r for r in table[1:] if r[0] in flags)]
+    if len(table) == 1:
+        click.echo("no decided trials recorded yet.")
+        return
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    for i, row in enumerate(table):
+        parts = []
+        for j, (text, width) in enumerate(zip(row, widths, strict=True)):
+            cell = text.ljust(width)
+            if i and j >= 2 and text == WORKS:
+                cell = click.style(cell, fg="green")
+            elif i and j >= 2 and text != NOT_TRIED:
+                cell = click.style(cell, fg="red")
+            parts.append(cell)
+        click.echo("  ".join(parts).rstrip())

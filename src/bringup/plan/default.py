@@ -1,0 +1,270 @@
+"""The default planner: reference first, risk order, pruning from verdicts, model-guided.
+
+1. The reference configuration, then every configuration one departure away from it, most
+   mature values first (screening: each value's effect and failures, pinned to one cause).
+2. Each failure becomes a :class:`~bringup.plan.pruning.PruneRule`; every untried
+   configuration it matches is recorded in ``pruned`` with the trial and the reason.
+3. The rest in order of predicted objective (a main-effects model fitted to what passed),
+   lowest risk first among equals; the search stops when no untried configuration can beat
+   the best measured one by more than the model's uncertainty (noise plus interactions),
+   and skips configurations predicted to break ``[objective].require`` by a clear margin.
+4. With ``[plan].halving`` the exploration runs a short benchmark and the best third get the
+   full one; with ``[plan].repeat_top = k`` the best k are repeated so the winner can be
+   chosen with intervals (:mod:`bringup.plan.winner`).
+Budgets (``max_trials``, ``max_wall_s``) end the search early; the notes then name the
+best configuration proven so far.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from bringup.plan.base import PlanGenerator, PlannedTrial, Pruned, Purpose, SweepPlanner
+from bringup.plan.model import EffectModel
+from bringup.plan.pruning import PruneRule, rule_from
+from bringup.plan.space import SearchSpace, config_key
+from bringup.plan.winner import Winner, choose_winner, objective_name, requirement_failures
+from bringup.spec import Config
+from bringup.verdict import TrialResult
+
+_REQ_OPS = ("<=", ">=", "<", ">")
+
+
+@dataclass
+class _Tried:
+    config: Config
+    result: TrialResult
+    scale: float
+
+
+@dataclass
+class DefaultPlanner(SweepPlanner):
+    name = "default"
+
+    eta: int = 3  # successive halving: short bench is 1/eta, the best 1/eta go on
+    confidence_z: float = 2.0  # how many standard deviations of optimism before giving up
+    noise_floor: float = 0.03  # relative noise assumed until measurements say otherwise
+    tried: list[_Tried] = field(default_factory=list)
+    rules: list[PruneRule] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    def plan(self) -> PlanGenerator:
+        self._space = SearchSpace(self.spec)
+        self._metric, self._larger = objective_name(self.spec)
+        self._model = EffectModel(list(self.spec.space))
+        self._req_models = {
+            req: EffectModel(list(self.spec.space)) for req in self.spec.objective.require
+        }
+        self._pruned_keys: set[Any] = set()
+        self._tried_keys: set[Any] = set()
+        # Candidates in risk order with their identities, computed once.
+        self._ranked = [(config_key(c), c) for c in self._space.by_risk(self._space.candidates)]
+        self._started = time.monotonic()
+        for config in self._space.excluded:
+            self._prune(config, None, "excluded by [plan].exclude")
+        halving = self.spec.plan.halving
+        explore_scale = 1.0 / self.eta if halving else 1.0
+        explore_purpose: Purpose = "short_bench" if halving else "explore"
+
+        while (nxt := self._next_explore()) is not None:
+            config = nxt
+            if self._exhausted():
+                return
+            ref = not self._space.departures(config)
+            purpose: Purpose = "reference" if ref else explore_purpose
+            result = yield PlannedTrial(config, purpose, explore_scale)
+            self._absorb(config, result, explore_scale)
+
+        if halving:
+            for config in self._top(
+                math.ceil(len(self._passing()) / self.eta), scale=explore_scale
+            ):
+                if self._exhausted():
+                    return
+                result = yield PlannedTrial(config, "full_bench", 1.0)
+                self._absorb(config, result, 1.0)
+        for config in self._top(self.spec.plan.repeat_top, scale=1.0):
+            for _ in range(2):  # three samples give a usable t-interval
+                if self._exhausted():
+                    return
+                result = yield PlannedTrial(config, "repeat", 1.0)
+                self._absorb(config, result, 1.0)
+        best = self.best()
+        if best is not None:
+            self.notes.append(f"winner {best.trial_id}: {best.reason}")
+
+    # ---- bookkeeping -------------------------------------------------------------------
+
+    def _absorb(self, config: Config, result: TrialResult, scale: float) -> None:
+        self.tried.append(_Tried(dict(config), result, scale))
+        self._tried_keys.add(config_key(config))
+        self.wall_s += _elapsed(result)
+        if result.passed:
+            score = self._log_score(result.metrics.get(self._metric))
+            if score is not None and scale >= 1.0 / self.eta:
+                self._model.observe(config, score)
+                self._model.fit()
+            for req, model in self._req_models.items():
+                name = _req_parts(req)[0]
+                value = result.metrics.get(name)
+                if isinstance(value, int | float) and value > 0:
+                    model.observe(config, math.log(value))
+                    model.fit()
+            return
+        rule = rule_from(result, config, self._space, self.spec.checks.tolerate)
+        if rule is None:
+            return
+        self.rules.append(rule)
+        for key, cand in self._ranked:
+            if (
+                key not in self._tried_keys
+                and key not in self._pruned_keys
+                and rule.matches(cand, self._space)
+            ):
+                self._prune(cand, rule.by_trial, rule.reason)
+
+    def _prune(self, config: Config, by_trial: str | None, reason: str) -> None:
+        key = config_key(config)
+        if key in self._pruned_keys:
+            return
+        self._pruned_keys.add(key)
+        self.pruned.append(Pruned(dict(config), by_trial, reason))
+
+    def _log_score(self, value: Any) -> float | None:
+        if not isinstance(value, int | float) or value <= 0:
+            return None
+        return math.log(value) if self._larger else -math.log(value)
+
+    def _exhausted(self) -> bool:
+        plan = self.spec.plan
+        wall = max(self.wall_s, time.monotonic() - self._started)
+        why = None
+        if plan.max_trials is not None and len(self.tried) >= plan.max_trials:
+            why = f"trial budget of {plan.max_trials} spent"
+        elif plan.max_wall_s is not None and wall >= plan.max_wall_s:
+            why = f"wall-time budget of {plan.max_wall_s:g} s spent"
+        if why is None:
+            return False
+        best = self.best()
+        self.notes.append(
+            f"{why}; best proven so far: {best.trial_id} ({best.reason})"
+            if best
+            else f"{why}; no configuration proven yet"
+        )
+        return True
+
+    def _passing(self) -> list[_Tried]:
+        return [t for t in self.tried if t.result.passed]
+
+    # ---- choosing the next configuration -----------------------------------------------
+
+    def _open(self) -> list[Config]:
+        """Untried, unpruned candidates in risk order."""
+        return [
+            c for k, c in self._ranked if k not in self._tried_keys and k not in self._pruned_keys
+        ]
+
+    def _next_explore(self) -> Config | None:
+        ranked = self._open()
+        if not ranked:
+            return None
+        open_ = ranked
+        if len(self._space.departures(ranked[0])) <= 1 or not self._model.observations:
+            return ranked[0]
+        best = max((s for _, s in self._model.observations), default=None)
+        sd = self._uncertainty()
+        choice: Config | None = None
+        choice_key: tuple[float, int] | None = None
+        for config in ranked:
+            if self._breaks_requirements(config, sd):
+                continue
+            predicted = self._model.predict(config)
+            steps = len(self._space.departures(config))
+            optimism = self.confidence_z * sd * math.sqrt(1 + steps)
+            if best is not None and predicted + optimism < best:
+                continue
+            key = (predicted, -steps)
+            if choice_key is None or key > choice_key:
+                choice, choice_key = config, key
+        if choice is None:
+            self.notes.append(
+                f"stopped exploring: {len(open_)} untried configuration(s) predicted below the "
+                "best measured one beyond the model's uncertainty"
+            )
+        return choice
+
+    def _uncertainty(self) -> float:
+        """Standard deviation of a log-objective prediction: noise, then model misfit."""
+        noise = self.noise_floor
+        rel = []
+        for t in self._passing():
+            ci = t.result.metrics.get(f"{self._metric}_ci")
+            value = t.result.metrics.get(self._metric)
+            if (
+                isinstance(ci, list | tuple)
+                and len(ci) == 2
+                and isinstance(value, int | float)
+                and value > 0
+            ):
+                rel.append((float(ci[1]) - float(ci[0])) / (2 * 1.96 * float(value)))
+        if rel:
+            noise = max(noise, sorted(rel)[len(rel) // 2])
+        return math.sqrt(noise**2 + self._model.residual_sd**2)
+
+    def _breaks_requirements(self, config: Config, sd: float) -> bool:
+        for req, model in self._req_models.items():
+            if len(model.observations) < 3:
+                continue
+            _, op, bound = _req_parts(req)
+            predicted = math.exp(model.predict(config))
+            margin = math.exp(self.confidence_z * max(sd, model.residual_sd) * 2)
+            if op.startswith("<") and predicted > bound * margin:
+                return True
+            if op.startswith(">") and predicted < bound / margin:
+                return True
+        return False
+
+    def _top(self, n: int, scale: float) -> list[Config]:
+        if n <= 0:
+            return []
+        scored: dict[Any, tuple[float, Config]] = {}
+        for t in self._passing():
+            if t.scale != scale or requirement_failures(
+                t.result.metrics, self.spec.objective.require
+            ):
+                continue
+            s = self._log_score(t.result.metrics.get(self._metric))
+            if s is None:
+                continue
+            key = config_key(t.config)
+            if key not in scored or s > scored[key][0]:
+                scored[key] = (s, t.config)
+        ranked = sorted(scored.values(), key=lambda sc: sc[0], reverse=True)
+        return [c for _, c in ranked[:n]]
+
+    def best(self) -> Winner | None:
+        """The winner among the trials so far (short benchmarks count only where no full one)."""
+        results = []
+        for t in self.tried:
+            r = t.result.model_copy(deep=True)
+            r.flags = dict(t.config)
+            r.metrics.setdefault("bench_scale", t.scale)
+            results.append(r)
+        return choose_winner(results, self.spec)
+
+
+def _req_parts(req: str) -> tuple[str, str, float]:
+    for op in _REQ_OPS:
+        if op in req:
+            name, bound = req.split(op, 1)
+            return name.strip(), op, float(bound)
+    raise ValueError(req)
+
+
+def _elapsed(result: TrialResult) -> float:
+    if "total" in result.timings:
+        return float(result.timings["total"])
+    return float(sum(result.timings.values()))

@@ -1,0 +1,159 @@
+"""Pruning rules learned from verdicts.
+
+A failed trial becomes at most one :class:`PruneRule`; a rule says which other
+configurations cannot do better and why. The culprit of a failure is read from its
+evidence when the evidence names a flag or a value of the configuration, else it is the
+configuration's departures from the reference (a failure of the reference itself is blamed
+on the whole reference).
+
+- ``unsupported_hardware`` / ``missing_dependency``: every configuration with the culprit
+  value(s).
+- ``invalid_config``: every configuration with the named flags' values (when only one flag
+  is named, together with the departures).
+- ``oom_gpu``: every configuration at least as memory-hungry: the culprit axes at or above
+  the failed value, the other memory-ordered axes not lower.
+- ``accuracy_regression``: the culprit value(s), unless the flag is in ``[checks].tolerate``.
+- ``garbage_output``, ``wrong_answer``, ``runtime_crash``, ``startup_timeout_or_hang``,
+  ``model_incompatible``: the culprit value(s); with several departures and none named,
+  the configurations holding that whole combination.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bringup.plan.space import SearchSpace, contains, same_value
+from bringup.verdict import Category, TrialResult
+
+VALUE_CATEGORIES = {Category.UNSUPPORTED_HARDWARE, Category.MISSING_DEPENDENCY}
+PINNED_CATEGORIES = {
+    Category.GARBAGE_OUTPUT,
+    Category.WRONG_ANSWER,
+    Category.RUNTIME_CRASH,
+    Category.STARTUP_TIMEOUT_OR_HANG,
+    Category.MODEL_INCOMPATIBLE,
+}
+# Failures of the environment, not of the configuration: they prune nothing.
+NEUTRAL_CATEGORIES = {
+    Category.PORT_IN_USE,
+    Category.OOM_HOST,
+    Category.DISTRIBUTED_FAILURE,
+    Category.MODEL_LOAD_FAILURE,
+    Category.ERRORS_UNDER_LOAD,
+}
+
+
+@dataclass
+class PruneRule:
+    """Configurations matching ``combo`` (or, for OOM, dominating it) are pruned."""
+
+    combo: dict[str, Any]
+    by_trial: str | None
+    reason: str
+    memory: dict[str, Any] = field(default_factory=dict)  # oom: the failed config, whole
+    culprits: tuple[str, ...] = ()
+
+    def matches(self, config: Mapping[str, Any], space: SearchSpace) -> bool:
+        if not self.memory:
+            return contains(config, self.combo)
+        for flag, failed in self.memory.items():
+            if flag not in config:
+                return False
+            h_failed, h_x = space.hunger(flag, failed), space.hunger(flag, config[flag])
+            if h_failed is not None and h_x is not None:
+                if h_x < h_failed:
+                    return False
+            elif flag in self.culprits and not same_value(config[flag], failed):
+                return False
+        return True
+
+
+def _flag_words(flag: str) -> list[str]:
+    bare = flag.lstrip("-")
+    return [flag, bare, bare.replace("-", "_")]
+
+
+def _mentions(text: str, word: str) -> bool:
+    if not word:
+        return False
+    return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text, re.IGNORECASE) is not None
+
+
+def named_flags(evidence: str, config: Mapping[str, Any]) -> list[str]:
+    """Flags of the configuration whose name appears in the evidence (``--a-b`` or ``a_b``)."""
+    return [f for f in config if any(_mentions(evidence, w) for w in _flag_words(f) if len(w) > 2)]
+
+
+def named_values(evidence: str, config: Mapping[str, Any], only: Mapping[str, Any]) -> list[str]:
+    """Flags among ``only`` whose (distinctive, non-numeric) value appears in the evidence."""
+    out = []
+    for flag, value in only.items():
+        text = str(value)
+        if isinstance(value, bool) or len(text) < 3 or re.fullmatch(r"[-+0-9.eE]+", text):
+            continue
+        if text.lower() in {"auto", "none", "off", "true", "false", "default"}:
+            continue
+        if _mentions(evidence, text):
+            out.append(flag)
+    return out
+
+
+def rule_from(
+    result: TrialResult, config: Mapping[str, Any], space: SearchSpace, tolerate: list[str]
+) -> PruneRule | None:
+    """The pruning rule a failed trial teaches, or None when it teaches nothing safe."""
+    failure = result.failure
+    if failure is None:
+        return None
+    cat = failure.category
+    if cat in NEUTRAL_CATEGORIES:
+        return None
+    evidence = "\n".join([*failure.evidence, failure.detail or ""])
+    dep = space.departures(config)
+    by_value = named_values(evidence, config, dep)
+    by_flag = [f for f in named_flags(evidence, config) if f in dep]
+    named = list(dict.fromkeys(by_value + by_flag))
+    culprits = named or list(dep)
+    short = failure.headline()[:160]
+
+    def combo_of(flags: list[str]) -> dict[str, Any]:
+        return {f: config[f] for f in flags}
+
+    if cat is Category.OOM_GPU:
+        axes = culprits or list(config)
+        return PruneRule(
+            combo=combo_of(axes),
+            by_trial=result.trial_id,
+            reason=f"at least as memory-hungry as a config that ran out of GPU memory ({short})",
+            memory=dict(config),
+            culprits=tuple(axes),
+        )
+    if cat in VALUE_CATEGORIES:
+        if not culprits:
+            return None
+        what = ", ".join(f"{f}={config[f]}" for f in culprits)
+        return PruneRule(combo_of(culprits), result.trial_id, f"{what}: {short}")
+    if cat is Category.INVALID_CONFIG:
+        mentioned = named_flags(evidence, config)
+        # Two or more flags named: the assertion is about them. One: it may be the flag
+        # left at its reference value that the departures needed changed.
+        flags = mentioned if len(mentioned) >= 2 else list(dict.fromkeys(mentioned + list(dep)))
+        if not flags:
+            return None
+        what = " with ".join(f"{f}={config[f]}" for f in flags)
+        return PruneRule(combo_of(flags), result.trial_id, f"{what} rejected: {short}")
+    if cat is Category.ACCURACY_REGRESSION:
+        blamed = [f for f in culprits if f not in tolerate]
+        if not blamed or len(blamed) < len(culprits):
+            return None  # a tolerated flag may be the one drifting
+        what = ", ".join(f"{f}={config[f]}" for f in blamed)
+        return PruneRule(combo_of(blamed), result.trial_id, f"{what} drifts from the reference")
+    if cat in PINNED_CATEGORIES:
+        if not culprits:
+            return None
+        what = ", ".join(f"{f}={config[f]}" for f in culprits)
+        return PruneRule(combo_of(culprits), result.trial_id, f"{what}: {short}")
+    return None

@@ -1,0 +1,1 @@
+"""Fakes shipped with bringup, so that users' tests and its own use the same ones."""

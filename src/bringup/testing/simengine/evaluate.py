@@ -1,0 +1,214 @@
+"""The analytic evaluator: a world and a configuration -> the trial's verdict and its cost.
+
+What a full bringup trial against the simulated engine would record, without launching a
+process: the verdict (category, stage, evidence as the diagnosis would quote it), the
+benchmark metrics with measurement noise, and the simulated seconds the trial took.
+Planners are compared on it (``bench/search_efficiency.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from bringup.diagnose import classify
+from bringup.testing.simengine.world import Outcome, World
+from bringup.verdict import Category, Stage, Status, TrialResult
+
+CORPUS = Path("/work/shared/corpus/failure_logs.jsonl")
+_T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
+
+_KIND_CATEGORY = {
+    "hang": Category.STARTUP_TIMEOUT_OR_HANG,
+    "garbage": Category.GARBAGE_OUTPUT,
+    "wrong_answer": Category.WRONG_ANSWER,
+    "drift": Category.ACCURACY_REGRESSION,
+    "load_errors": Category.ERRORS_UNDER_LOAD,
+}
+_KIND_STAGE = {
+    "crash": Stage.LAUNCHING,
+    "hang": Stage.LAUNCHING,
+    "garbage": Stage.CORRECT,
+    "wrong_answer": Stage.CORRECT,
+    "drift": Stage.ACCURATE,
+    "load_errors": Stage.BENCHMARKED,
+}
+
+
+@dataclass
+class SimTrial:
+    result: TrialResult
+    seconds: float  # simulated wall time of the trial
+    launched: bool  # False when the engine refused its arguments before starting
+
+
+@cache
+def corpus_log(corpus_id: str) -> str:
+    """The log excerpt of one failure-corpus entry ('' when the corpus is not here)."""
+    if not CORPUS.is_file():
+        return ""
+    for line in CORPUS.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            entry = json.loads(line)
+            if entry.get("id") == corpus_id:
+                return str(entry.get("log", ""))
+    return ""
+
+
+def outcome_log(outcome: Outcome) -> str:
+    return outcome.log or (corpus_log(outcome.corpus_id) if outcome.corpus_id else "")
+
+
+def unknown_flag_error(world: World, config: dict[str, Any]) -> tuple[str, int] | None:
+    """The engine's own rejection of a flag it does not know (text, exit code), if any."""
+    for flag, value in config.items():
+        if value is False:
+            continue
+        if flag in world.flags.removed:
+            return world.flags.removed[flag], 2
+        if not world.accepts(flag) and world.flags.unknown == "reject":
+            return rejection_text(world, flag), (1 if world.world.engine == "llama.cpp" else 2)
+    return None
+
+
+def rejection_text(world: World, flag: str) -> str:
+    engine = world.world.engine
+    if engine == "llama.cpp":
+        return f"error: invalid argument: {flag}"
+    prog = {"sglang": "sglang serve", "vllm": "vllm serve", "trtllm": "trtllm-serve"}.get(
+        engine, "engine"
+    )
+    return f"usage: {prog} [-h] ...\n{prog}: error: unrecognized arguments: {flag}"
+
+
+def _evidence(log: str, category: Category, engine: str) -> list[str]:
+    diag = classify(log, engine=engine)
+    if diag.category is category and diag.evidence:
+        return diag.evidence
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    return lines[-3:]
+
+
+def evaluate(
+    world: World,
+    config: dict[str, Any],
+    rng: random.Random,
+    bench_scale: float = 1.0,
+    trial_id: str = "sim",
+    repeats: int = 1,
+) -> SimTrial:
+    """Simulate one trial of ``config``; noise is drawn from ``rng``.
+
+    With ``repeats`` > 1 the benchmark runs that many times inside the trial and the
+    result carries ``output_tok_s_ci`` (a t-interval of the mean), as a real bench would.
+    """
+    t = world.timing
+    result = TrialResult(trial_id=trial_id, flags=dict(config))
+    engine = world.world.engine
+    rejected = unknown_flag_error(world, config)
+    if rejected is not None:
+        text, _code = rejected
+        result.fail(
+            Stage.LAUNCHING,
+            Category.INVALID_CONFIG,
+            _evidence(text, Category.INVALID_CONFIG, engine),
+        )
+        return SimTrial(result, t.reject_s, launched=False)
+    outcome = world.first_outcome(config)
+    healthy_s = t.startup_s + t.check_s + t.bench_s * bench_scale + t.teardown_s
+    if outcome is not None:
+        failed = _apply_outcome(world, outcome, config, result)
+        if failed is not None:
+            return SimTrial(result, failed, launched=True)
+    noise = world.performance.noise / math.sqrt(max(bench_scale, 1e-3))
+    true_tput = world.true_output_tok_s(config)
+    draws = [true_tput * max(0.05, 1 + rng.gauss(0, noise)) for _ in range(max(1, repeats))]
+    tput = sum(draws) / len(draws)
+    ttft = world.true_ttft_ms(config) * max(0.05, 1 + rng.gauss(0, noise))
+    result.status = Status.PASSED
+    result.stage = Stage.PASSED
+    result.metrics = {
+        "output_tok_s": tput,
+        "ttft_p50_ms": ttft,
+        "ttft_p99_ms": ttft * world.performance.ttft_tail,
+        "bench_scale": bench_scale,
+    }
+    if len(draws) > 1:
+        sd = math.sqrt(sum((d - tput) ** 2 for d in draws) / (len(draws) - 1))
+        half = _T95.get(len(draws) - 1, 1.96) * sd / math.sqrt(len(draws))
+        result.metrics["output_tok_s_ci"] = [tput - half, tput + half]
+    healthy_s += t.bench_s * bench_scale * (len(draws) - 1)
+    result.timings = {"total": healthy_s}
+    return SimTrial(result, healthy_s, launched=True)
+
+
+def _apply_outcome(
+    world: World, outcome: Outcome, config: dict[str, Any], result: TrialResult
+) -> float | None:
+    """Fail ``result`` as the outcome says; the simulated seconds, or None if it passes."""
+    t = world.timing
+    engine = world.world.engine
+    checked_s = t.startup_s + t.check_s + t.teardown_s
+    stage = outcome.stage or _KIND_STAGE[outcome.kind]
+    if outcome.kind == "crash":
+        log = outcome_log(outcome)
+        category = (
+            outcome.category or classify(log, engine=engine, exit_code=outcome.exit_code).category
+        )
+        result.fail(
+            stage,
+            category,
+            _evidence(log, category, engine),
+            detail=f"process exited with code {outcome.exit_code}",
+        )
+        seconds = outcome.after_s + t.teardown_s
+    elif outcome.kind == "hang":
+        log = outcome_log(outcome)
+        lines = [ln.strip() for ln in log.splitlines() if ln.strip()][-3:]
+        result.fail(
+            stage,
+            outcome.category or Category.STARTUP_TIMEOUT_OR_HANG,
+            lines,
+            detail=f"not ready after {t.start_timeout_s:g} s",
+        )
+        seconds = t.start_timeout_s + t.teardown_s
+    elif outcome.kind in ("garbage", "wrong_answer"):
+        result.fail(
+            stage,
+            outcome.category or _KIND_CATEGORY[outcome.kind],
+            [f"answer: {outcome.text[:60]!r}"],
+        )
+        seconds = checked_s
+    elif outcome.kind == "drift":
+        blamed = [f for f in outcome.when if f not in world.checks.tolerate]
+        too_far = (
+            outcome.logprob_drift > world.checks.max_logprob_mad
+            or outcome.token_agreement < world.checks.min_token_agreement
+        )
+        if not blamed or not too_far:
+            result.checks["logprob_mad"] = outcome.logprob_drift
+            return None
+        result.fail(
+            stage,
+            outcome.category or Category.ACCURACY_REGRESSION,
+            [
+                f"mean |delta logprob| {outcome.logprob_drift:.3f} vs reference "
+                f"(limit {world.checks.max_logprob_mad:.3f}); "
+                f"token agreement {outcome.token_agreement:.2f}"
+            ],
+        )
+        seconds = checked_s
+    else:
+        result.fail(
+            stage,
+            outcome.category or Category.ERRORS_UNDER_LOAD,
+            [f"{outcome.error_rate:.0%} of requests failed under load (HTTP 500)"],
+        )
+        seconds = checked_s + t.bench_s
+    result.timings = {"total": seconds}
+    return seconds

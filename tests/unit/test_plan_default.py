@@ -1,0 +1,215 @@
+"""The default planner: order, pruning from verdicts, budgets, halving and repeats."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bringup.plan import DefaultPlanner, GridPlanner, PlannedTrial, make_planner
+from bringup.spec import Config, Spec, parse_spec
+from bringup.verdict import Category, Stage, Status, TrialResult
+
+SPEC = """
+[engine]
+name = "sglang"
+[model]
+path = "m"
+[space]
+"--moe-runner-backend" = ["flashinfer_cutlass", "triton", "flashinfer_trtllm"]
+"--kv-cache-dtype" = ["bf16", "fp8_e4m3"]
+"--mem-fraction-static" = [0.8, 0.9, 0.95]
+[reference]
+"--moe-runner-backend" = "flashinfer_cutlass"
+"""
+
+Judge = Callable[[Config, TrialResult], None]
+
+
+def spec(extra: str = "") -> Spec:
+    return parse_spec(SPEC + extra)
+
+
+def drive(planner: DefaultPlanner | GridPlanner, judge: Judge) -> list[PlannedTrial]:
+    """Run the planner against ``judge``; every config passes at 1000 tok/s unless it fails."""
+    seen: list[PlannedTrial] = []
+    gen = planner.plan()
+    try:
+        item = next(gen)
+        while True:
+            seen.append(item)
+            r = TrialResult(trial_id=f"t{len(seen)}", flags=dict(item.config))
+            r.status, r.stage = Status.PASSED, Stage.PASSED
+            r.metrics = {"output_tok_s": 1000.0, "ttft_p50_ms": 100.0, "ttft_p99_ms": 150.0}
+            judge(item.config, r)
+            item = gen.send(r)
+    except StopIteration:
+        pass
+    return seen
+
+
+def speed(factors: dict[object, float]) -> Judge:
+    def judge(config: Config, r: TrialResult) -> None:
+        value = 1000.0
+        for v in config.values():
+            value *= factors.get(v, 1.0)
+        r.metrics["output_tok_s"] = value
+
+    return judge
+
+
+def test_registered_as_default() -> None:
+    assert isinstance(make_planner(spec()), DefaultPlanner)
+    assert isinstance(make_planner(spec(), "grid"), GridPlanner)
+
+
+def test_reference_first_then_single_departures_most_mature_first() -> None:
+    seen = drive(DefaultPlanner(spec=spec()), speed({}))
+    assert seen[0].purpose == "reference"
+    assert seen[0].config == spec().reference_config()
+    departures = [
+        sum(c != r for c, r in zip(t.config.values(), seen[0].config.values(), strict=True))
+        for t in seen
+    ]
+    assert departures[1:6] == [1, 1, 1, 1, 1]
+    # The second value of an axis (more mature) comes before its third.
+    order = [
+        t.config["--moe-runner-backend"]
+        for t in seen[1:6]
+        if t.config["--moe-runner-backend"] != "flashinfer_cutlass"
+    ]
+    assert order == ["triton", "flashinfer_trtllm"]
+
+
+def test_stops_when_no_combination_can_beat_the_best() -> None:
+    planner = DefaultPlanner(spec=spec())
+    seen = drive(
+        planner,
+        speed({"triton": 0.8, "flashinfer_trtllm": 0.7, "fp8_e4m3": 0.85, 0.9: 0.9, 0.95: 0.8}),
+    )
+    assert len(seen) == 6  # the reference and its five single departures
+    assert any(n.startswith("stopped exploring") for n in planner.notes)
+
+
+def test_unsupported_hardware_prunes_the_value_everywhere() -> None:
+    def judge(config: Config, r: TrialResult) -> None:
+        if config["--moe-runner-backend"] == "flashinfer_trtllm":
+            r.fail(
+                Stage.LAUNCHING,
+                Category.UNSUPPORTED_HARDWARE,
+                ["RuntimeError: flashinfer_trtllm needs SM100"],
+            )
+
+    planner = DefaultPlanner(spec=spec())
+    seen = drive(planner, judge)
+    launched = [t.config for t in seen if t.config["--moe-runner-backend"] == "flashinfer_trtllm"]
+    assert len(launched) == 1
+    pruned = [p for p in planner.pruned if p.config["--moe-runner-backend"] == "flashinfer_trtllm"]
+    assert len(pruned) == 5
+    assert all(p.by_trial is not None and "flashinfer_trtllm" in p.reason for p in pruned)
+
+
+def test_invalid_config_naming_two_flags_prunes_only_that_combination() -> None:
+    def judge(config: Config, r: TrialResult) -> None:
+        if config["--moe-runner-backend"] == "triton" and config["--kv-cache-dtype"] == "fp8_e4m3":
+            r.fail(
+                Stage.LAUNCHING,
+                Category.INVALID_CONFIG,
+                [
+                    "AssertionError: moe_runner_backend=triton does not support "
+                    "kv_cache_dtype=fp8_e4m3"
+                ],
+            )
+
+    planner = DefaultPlanner(spec=spec())
+    seen = drive(planner, judge)
+    fails = [
+        t
+        for t in seen
+        if t.config["--moe-runner-backend"] == "triton"
+        and t.config["--kv-cache-dtype"] == "fp8_e4m3"
+    ]
+    assert len(fails) == 1
+    assert all(
+        p.config["--moe-runner-backend"] == "triton" and p.config["--kv-cache-dtype"] == "fp8_e4m3"
+        for p in planner.pruned
+    )
+
+
+def test_oom_prunes_at_least_as_hungry() -> None:
+    def judge(config: Config, r: TrialResult) -> None:
+        if float(config["--mem-fraction-static"]) >= 0.9:
+            r.fail(
+                Stage.LAUNCHING, Category.OOM_GPU, ["torch.OutOfMemoryError: CUDA out of memory"]
+            )
+
+    planner = DefaultPlanner(spec=spec())
+    seen = drive(planner, judge)
+    hungry = [t for t in seen if float(t.config["--mem-fraction-static"]) >= 0.9]
+    assert len(hungry) == 1 and hungry[0].config["--mem-fraction-static"] == 0.9
+    assert {p.config["--mem-fraction-static"] for p in planner.pruned} == {0.9, 0.95}
+
+
+def test_accuracy_regression_prunes_unless_tolerated() -> None:
+    def judge(config: Config, r: TrialResult) -> None:
+        if config["--kv-cache-dtype"] == "fp8_e4m3":
+            r.fail(Stage.ACCURATE, Category.ACCURACY_REGRESSION, ["mean |delta logprob| 0.12"])
+
+    strict = DefaultPlanner(spec=spec())
+    drive(strict, judge)
+    assert any(p.config["--kv-cache-dtype"] == "fp8_e4m3" for p in strict.pruned)
+    lenient = DefaultPlanner(spec=spec('[checks]\ntolerate = ["--kv-cache-dtype"]\n'))
+    drive(lenient, judge)
+    assert not any("drifts" in p.reason for p in lenient.pruned)
+
+
+def test_finds_the_best_of_a_separable_surface() -> None:
+    planner = DefaultPlanner(spec=spec())
+    drive(planner, speed({"triton": 1.3, "fp8_e4m3": 1.2, 0.95: 1.1}))
+    best = planner.best()
+    assert best is not None
+    assert best.config == {
+        "--moe-runner-backend": "triton",
+        "--kv-cache-dtype": "fp8_e4m3",
+        "--mem-fraction-static": 0.95,
+    }
+
+
+def test_trial_budget_ends_with_best_so_far() -> None:
+    planner = DefaultPlanner(spec=spec("[plan]\nmax_trials = 3\n"))
+    seen = drive(planner, speed({"triton": 1.3}))
+    assert len(seen) == 3
+    assert any("trial budget of 3 spent; best proven so far" in n for n in planner.notes)
+
+
+def test_wall_budget_uses_trial_timings() -> None:
+    def judge(config: Config, r: TrialResult) -> None:
+        r.timings = {"total": 400.0}
+
+    planner = DefaultPlanner(spec=spec("[plan]\nmax_wall_s = 1000\n"))
+    seen = drive(planner, judge)
+    assert len(seen) == 3
+    assert any("wall-time budget" in n for n in planner.notes)
+
+
+def test_halving_short_bench_then_full_for_the_best_third() -> None:
+    planner = DefaultPlanner(spec=spec("[plan]\nhalving = true\n"))
+    seen = drive(planner, speed({"triton": 1.3, "fp8_e4m3": 1.2}))
+    short = [t for t in seen if t.bench_scale < 1]
+    full = [t for t in seen if t.purpose == "full_bench"]
+    assert short and all(t.bench_scale == 1 / 3 for t in short)
+    assert len(full) == -(-len(short) // 3)
+    assert all(t.bench_scale == 1.0 for t in full)
+
+
+def test_repeat_top_repeats_the_best() -> None:
+    planner = DefaultPlanner(spec=spec("[plan]\nrepeat_top = 2\n"))
+    seen = drive(planner, speed({"triton": 1.3, "fp8_e4m3": 1.2}))
+    repeats = [t for t in seen if t.purpose == "repeat"]
+    assert len(repeats) == 4
+    assert len({tuple(t.config.items()) for t in repeats}) == 2
+
+
+def test_excluded_configs_are_recorded() -> None:
+    planner = DefaultPlanner(spec=spec('[plan]\nexclude = [{"--kv-cache-dtype" = "fp8_e4m3"}]\n'))
+    seen = drive(planner, speed({}))
+    assert all(t.config["--kv-cache-dtype"] == "bf16" for t in seen)
+    assert sum(1 for p in planner.pruned if p.reason.startswith("excluded")) == 9

@@ -1,0 +1,100 @@
+"""Noise-aware winner: requirements, pooling of repeats, conservative choice on overlap."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bringup.plan import choose_winner
+from bringup.plan.winner import requirement_failures
+from bringup.spec import Spec, parse_spec
+from bringup.verdict import Category, Stage, Status, TrialResult
+
+
+def spec(require: str = "[]") -> Spec:
+    return parse_spec(
+        f"""
+[engine]
+name = "llama.cpp"
+[model]
+path = "m"
+[space]
+"--flash-attn" = ["off", "on"]
+"--parallel" = [1, 4]
+[reference]
+"--flash-attn" = "off"
+"--parallel" = 1
+[objective]
+require = {require}
+"""
+    )
+
+
+def passed(tid: str, flags: dict[str, Any], tok_s: float, **metrics: Any) -> TrialResult:
+    r = TrialResult(trial_id=tid, flags=flags, status=Status.PASSED, stage=Stage.PASSED)
+    r.metrics = {"output_tok_s": tok_s, "ttft_p99_ms": 100.0, **metrics}
+    return r
+
+
+REF = {"--flash-attn": "off", "--parallel": 1}
+FAST = {"--flash-attn": "on", "--parallel": 4}
+
+
+def test_none_when_nothing_passed() -> None:
+    failed = TrialResult(trial_id="t1", flags=REF).fail(Stage.LAUNCHING, Category.OOM_GPU)
+    assert choose_winner([failed], spec()) is None
+
+
+def test_highest_without_intervals() -> None:
+    w = choose_winner([passed("a", REF, 100), passed("b", FAST, 104)], spec())
+    assert w is not None and w.trial_id == "b" and w.reason.startswith("highest output_tok_s")
+
+
+def test_overlapping_intervals_prefer_the_conservative_and_say_so() -> None:
+    results = [
+        passed("a", REF, 100, output_tok_s_ci=[95, 105]),
+        passed("b", FAST, 103, output_tok_s_ci=[99, 107]),
+    ]
+    w = choose_winner(results, spec())
+    assert w is not None and w.trial_id == "a"
+    assert "more conservative" in w.reason and w.contenders == ["b"]
+
+
+def test_separated_intervals_keep_the_fastest() -> None:
+    results = [
+        passed("a", REF, 100, output_tok_s_ci=[98, 102]),
+        passed("b", FAST, 120, output_tok_s_ci=[118, 122]),
+    ]
+    w = choose_winner(results, spec())
+    assert w is not None and w.trial_id == "b" and not w.contenders
+
+
+def test_repeats_are_pooled_into_a_t_interval() -> None:
+    results = [passed(f"a{i}", REF, v) for i, v in enumerate([100, 101, 99])]
+    results += [passed(f"b{i}", FAST, v) for i, v in enumerate([130, 131, 129])]
+    w = choose_winner(results, spec())
+    assert w is not None and w.config == FAST
+    assert w.interval[0] < 130 < w.interval[1] and w.interval[1] - w.interval[0] < 10
+
+
+def test_requirements_exclude_fast_but_slow_to_first_token() -> None:
+    results = [passed("a", REF, 100), passed("b", FAST, 200, ttft_p99_ms=5000.0)]
+    w = choose_winner(results, spec('["ttft_p99_ms < 2000"]'))
+    assert w is not None and w.trial_id == "a"
+
+
+def test_requirement_failures_reads_operators_and_missing_metrics() -> None:
+    assert requirement_failures({"ttft_p99_ms": 10.0}, ["ttft_p99_ms < 20"]) == []
+    assert requirement_failures({"ttft_p99_ms": 30.0}, ["ttft_p99_ms <= 20"]) == [
+        "ttft_p99_ms <= 20"
+    ]
+    assert requirement_failures({}, ["output_tok_s >= 5"]) == ["output_tok_s >= 5"]
+
+
+def test_short_benchmarks_yield_to_full_ones() -> None:
+    results = [
+        passed("short", FAST, 300, bench_scale=0.33),
+        passed("full", FAST, 110, bench_scale=1.0),
+        passed("ref", REF, 100, bench_scale=1.0),
+    ]
+    w = choose_winner(results, spec())
+    assert w is not None and w.trial_id == "full" and w.value == 110
