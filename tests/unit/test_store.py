@@ -8,8 +8,15 @@ from bringup.verdict import Category, Stage, Status, TrialResult
 
 
 def _run(store: Store) -> str:
-    return store.create_run(spec_path="s.toml", spec_digest="d", spec_json="{}", engine="llama.cpp",
-                            fingerprint={"cpu": "x"}, fingerprint_key="fp1", run_dir="runs/x")
+    return store.create_run(
+        spec_path="s.toml",
+        spec_digest="d",
+        spec_json="{}",
+        engine="llama.cpp",
+        fingerprint={"cpu": "x"},
+        fingerprint_key="fp1",
+        run_dir="runs/x",
+    )
 
 
 def test_wal_and_progressive_rows(tmp_path: Path) -> None:
@@ -25,7 +32,12 @@ def test_wal_and_progressive_rows(tmp_path: Path) -> None:
     assert other.trials(run_id)[0]["status"] == "running"
     assert store.decided(key, "fp1") is None
     r.stage = Stage.READY
-    r.fail(Stage.READY, Category.INVALID_CONFIG, ["quantized V cache requires flash_attn"], "use -fa on")
+    r.fail(
+        Stage.READY,
+        Category.INVALID_CONFIG,
+        ["quantized V cache requires flash_attn"],
+        "use -fa on",
+    )
     store.save_trial(run_id, 1, r, **kw)  # type: ignore[arg-type]
     got = other.decided(key, "fp1")
     assert got is not None and got.status is Status.FAILED
@@ -44,8 +56,15 @@ def test_config_key_ignores_flag_order_not_values() -> None:
 def test_interrupt_and_finish(tmp_path: Path) -> None:
     store = Store(tmp_path / "b.db")
     run_id = _run(store)
-    store.save_trial(run_id, 1, TrialResult(trial_id="t1", flags={}), cfg_key="k",
-                     fingerprint_key="fp1", engine="e", engine_version="1")
+    store.save_trial(
+        run_id,
+        1,
+        TrialResult(trial_id="t1", flags={}),
+        cfg_key="k",
+        fingerprint_key="fp1",
+        engine="e",
+        engine_version="1",
+    )
     assert store.mark_interrupted(run_id) == 1
     assert store.trials(run_id)[0]["status"] == "interrupted"
     store.finish_run(run_id, "done", None, ["a note"], [Pruned({"-fa": "off"}, "t1", "why")])

@@ -24,10 +24,17 @@ from bringup.verdict import Category, Failure, Stage, Status, TrialResult
 DECIDED = (Status.PASSED.value, Status.FAILED.value)
 
 
-def config_key(engine: str, model: str | None, fixed_args: list[str], flags: Mapping[str, Any]) -> str:
+def config_key(
+    engine: str, model: str | None, fixed_args: list[str], flags: Mapping[str, Any]
+) -> str:
     """Identity of a configuration: what would make a launch behave differently."""
     payload = json.dumps(
-        {"engine": engine, "model": model, "args": fixed_args, "flags": dict(sorted(flags.items()))},
+        {
+            "engine": engine,
+            "model": model,
+            "args": fixed_args,
+            "flags": dict(sorted(flags.items())),
+        },
         sort_keys=True,
         default=str,
     )
@@ -145,7 +152,8 @@ class Store:
         f = result.failure
         now = time.time()
         self.db.execute(
-            "INSERT INTO trials (id, run_id, seq, config_key, fingerprint_key, engine, engine_version,"
+            "INSERT INTO trials (id, run_id, seq, config_key, fingerprint_key, engine,"
+            " engine_version,"
             " purpose, flags_json, status, stage, category, evidence_json, remedy, detail,"
             " timings_json, metrics_json, checks_json, chosen_json, command_json, port, pid,"
             " log_path, note, reused_from, started, updated)"
@@ -249,7 +257,9 @@ class Store:
 def trial_row_dict(row: sqlite3.Row) -> dict[str, Any]:
     d = dict(row)
     for key in ("flags", "evidence", "timings", "metrics", "checks", "chosen", "command"):
-        d[key] = _loads(d.pop(f"{key}_json", None), {} if key not in ("evidence", "command") else [])
+        d[key] = _loads(
+            d.pop(f"{key}_json", None), {} if key not in ("evidence", "command") else []
+        )
     d.pop("fingerprint_json", None)
     return d
 

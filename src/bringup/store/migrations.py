@@ -85,5 +85,6 @@ def migrate(db: sqlite3.Connection) -> None:
             with db:
                 migration(db)
                 db.execute(
-                    "INSERT INTO _migrations VALUES (?, strftime('%s','now'))", (migration.__name__,)
+                    "INSERT INTO _migrations VALUES (?, strftime('%s','now'))",
+                    (migration.__name__,),
                 )
