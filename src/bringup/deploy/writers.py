@@ -1,0 +1,204 @@
+"""Render a :class:`Deployment` as a launch script, a systemd unit, Kubernetes or Compose.
+
+``render(dep, target, options)`` returns ``{file name: text}``; ``write_deployment`` puts
+the files in a folder. Templates are package data (``bringup/deploy/templates``). Every
+secret is a reference (``"$API_KEY"``, ``${API_KEY}``, a Kubernetes Secret key, a Compose
+variable); no template receives a secret value. Containers listen on 0.0.0.0: the stored
+command's ``--host`` is replaced there, and the files say so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+import jinja2
+
+from bringup import __version__
+from bringup.secrets import SecretRef
+from bringup.deploy.target import ANY_ADDRESS, Deployment
+from bringup.errors import BringupError
+
+Target = Literal["script", "systemd", "k8s", "compose"]
+TARGETS: tuple[Target, ...] = ("script", "systemd", "k8s", "compose")
+PROBE_TIMEOUT_S = 10
+
+# engine -> (official CPU image, official GPU image, program inside the image)
+ENGINE_IMAGES: dict[str, tuple[str, str, str | None]] = {
+    "llama.cpp": (
+        "ghcr.io/ggml-org/llama.cpp:server",
+        "ghcr.io/ggml-org/llama.cpp:server-cuda",
+        "/app/llama-server",
+    ),
+    "sglang": ("lmsysorg/sglang:latest", "lmsysorg/sglang:latest", None),
+    "vllm": ("vllm/vllm-openai:latest", "vllm/vllm-openai:latest", None),
+    "trtllm": (
+        "nvcr.io/nvidia/tensorrt-llm/release:latest",
+        "nvcr.io/nvidia/tensorrt-llm/release:latest",
+        None,
+    ),
+}
+
+
+@dataclass
+class DeployOptions:
+    user: str = "bringup"  # systemd User=
+    uid: int = 1000  # container user
+    base_image: str | None = None  # the engine image the container image is built on
+    bringup_bin: str | None = None  # absolute path of bringup for the systemd unit
+
+
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("bringup.deploy", "templates"),
+        autoescape=False,  # shell, unit and YAML files: quoting is done by the filters below
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["shq"] = shlex.quote
+    env.filters["sdq"] = systemd_quote
+    env.filters["yj"] = lambda v: json.dumps(v, ensure_ascii=False)  # JSON is valid YAML
+    return env
+
+
+def systemd_quote(word: str) -> str:
+    """One word for a unit file: ``$`` and ``%`` escaped, quoted when it has to be."""
+    word = word.replace("%", "%%").replace("$", "$$")
+    if word and not re.search(r'[\s"\'\\;]', word):
+        return word
+    return '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _bringup_bin(options: DeployOptions) -> str:
+    if options.bringup_bin:
+        return options.bringup_bin
+    found = shutil.which("bringup")
+    if found:
+        return os.path.abspath(found)
+    return str(Path(sys.executable).parent / "bringup")
+
+
+def probe_args(dep: Deployment, url: str | None = None) -> list[str]:
+    """Arguments after ``bringup``: a probe with a real generation against the server."""
+    args = ["probe", url or dep.probe_url, "--timeout", str(PROBE_TIMEOUT_S)]
+    if dep.health_path != "/health":
+        args += ["--health-path", dep.health_path]
+    key = dep.api_key_env()
+    if key:
+        args += ["--api-key-env", key]
+    if dep.served_model:
+        args += ["--model", dep.served_model]
+    return args
+
+
+def _container_argv(dep: Deployment, ref: str, dollar: str) -> list[str]:
+    """The command inside the container; ``dollar`` escapes a literal ``$`` for the format."""
+    words = dep.with_host(ANY_ADDRESS)
+    if not any(w == "--host" or (isinstance(w, str) and w.startswith("--host=")) for w in words):
+        words = [*words, "--host", ANY_ADDRESS]
+    program = ENGINE_IMAGES.get(dep.engine, ("", "", None))[2]
+    first = words[0]
+    assert isinstance(first, str)
+    head = program or (PurePosixPath(first).name if first.startswith("/") else first)
+    out = [head]
+    for w in words[1:]:
+        out.append(ref.format(w.env) if isinstance(w, SecretRef) else w.replace("$", dollar))
+    return out
+
+
+def _base_image(dep: Deployment, options: DeployOptions) -> str:
+    if options.base_image:
+        return options.base_image
+    if dep.engine not in ENGINE_IMAGES:
+        raise BringupError(
+            f"bringup knows no official image for engine {dep.engine!r}; pass --image NAME."
+        )
+    cpu, gpu, _ = ENGINE_IMAGES[dep.engine]
+    return gpu if dep.gpus else cpu
+
+
+def _context(dep: Deployment, options: DeployOptions) -> dict[str, Any]:
+    model_dir = str(PurePosixPath(dep.model_path).parent) if dep.model_path else None
+    if dep.model_path and Path(dep.model_path).is_dir():
+        model_dir = dep.model_path
+    return {
+        "dep": dep,
+        "user": options.user,
+        "uid": options.uid,
+        "model_dir": model_dir,
+        "probe_timeout": PROBE_TIMEOUT_S,
+        "secret_name": f"{dep.name}-secrets",
+        "image": f"{dep.name}:bringup",
+        "version": __version__,
+        "env_file": f"/etc/bringup/{dep.name}.env",
+    }
+
+
+def render(dep: Deployment, target: Target, options: DeployOptions | None = None) -> dict[str, str]:
+    opts = options or DeployOptions()
+    env = _env()
+    ctx = _context(dep, opts)
+    if target == "script":
+        host_words = [
+            f'"${w.env}"' if isinstance(w, SecretRef) else shlex.quote(w) for w in dep.argv
+        ]
+        probe_opts = shlex.join(probe_args(dep)[2:])
+        text = env.get_template("script.sh.j2").render(
+            ctx, host_words=host_words, probe_opts=probe_opts
+        )
+        return {f"{dep.name}.sh": text}
+    if target == "systemd":
+        exec_start = " ".join(
+            f"${{{w.env}}}" if isinstance(w, SecretRef) else systemd_quote(w) for w in dep.argv
+        )
+        probe = shlex.join([_bringup_bin(opts), *probe_args(dep)])
+        post = f"until {probe} >/dev/null 2>&1; do sleep 2; done"
+        text = env.get_template("systemd.service.j2").render(
+            ctx, exec_start=exec_start, post_script=post
+        )
+        files = {f"{dep.name}.service": text}
+        if dep.secret_env:
+            files[f"{dep.name}.env.example"] = (
+                f"# copy to {ctx['env_file']} (chmod 600) and fill in; never commit it\n"
+                + "".join(f"{n}=\n" for n in dep.secret_env)
+            )
+        return files
+    local = f"http://127.0.0.1:{dep.port}"
+    ctx["probe_argv"] = ["bringup", *probe_args(dep, local)]
+    dockerfile = env.get_template("Dockerfile.j2").render(ctx, image_base=_base_image(dep, opts))
+    if target == "k8s":
+        ctx["container_argv"] = _container_argv(dep, "$({})", "$$")
+        ctx["startup_failures"] = max(1, math.ceil(dep.start_budget_s / 10))
+        text = env.get_template("k8s.yaml.j2").render(ctx)
+        return {f"{dep.name}.k8s.yaml": text, "Dockerfile": dockerfile}
+    if target == "compose":
+        ctx["container_argv"] = _container_argv(dep, "${{{}}}", "$$")
+        ctx["dep_env"] = {k: v.replace("$", "$$") for k, v in dep.env.items()}
+        text = env.get_template("compose.yaml.j2").render(ctx)
+        return {"compose.yaml": text, "Dockerfile": dockerfile}
+    raise BringupError(f"unknown deployment target {target!r}; use one of {', '.join(TARGETS)}.")
+
+
+def write_deployment(
+    dep: Deployment, target: Target, out_dir: str | Path, options: DeployOptions | None = None
+) -> list[Path]:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in render(dep, target, options).items():
+        path = out / name
+        path.write_text(text, encoding="utf-8")
+        if name.endswith(".sh"):
+            path.chmod(0o755)
+        written.append(path)
+    return written

@@ -1,0 +1,103 @@
+"""Log-line normalisation shared by the rules, the traceback reader and the hang reader.
+
+``content(line)`` strips what loggers put in front of the message (ANSI colours, journald,
+docker-compose, vLLM process tags and levels, SGLang timestamps, llama.cpp level letters) so
+rules match the message itself; evidence keeps the original line verbatim.
+``engine_key(name)`` maps every spelling of an engine to one key.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|#033\[[0-9;]*m")
+_PREFIXES = [
+    # journald: "Feb 21 01:40:58 host ollama[402476]: "
+    re.compile(r"^[A-Z][a-z]{2} +\d+ \d\d:\d\d:\d\d \S+ [\w.-]+\[\d+\]: "),
+    # docker compose: "ollama  | "
+    re.compile(r"^[\w.-]+\s+\| ?"),
+    # vLLM process tags, possibly nested: "(VllmWorker rank=1 pid=2699412) "
+    re.compile(r"^(?:\([^()]*\bpid=\d+\)\s*)+"),
+    # Ray worker tags: "(raylet) ", "(RayWorkerWrapper pid=12, ip=...) "
+    re.compile(r"^\((?:raylet|[\w-]+ pid=[^)]*)\)\s*"),
+    # vLLM level + date: "ERROR 08-11 10:45:36 [multiproc_executor.py:511] "
+    re.compile(
+        r"^(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+        r"(?:\[[^\]]+\]|[\w.]+:\d+\])\s?"
+    ),
+    # SGLang: "[2025-06-23 15:07:01 TP6] " (optionally followed by a level)
+    re.compile(r"^\[\d{4}-\d\d-\d\d[ T][\d:.,]+[^\]]*\]\s*(?:(?:INFO|WARNING|ERROR|DEBUG)\s+)?"),
+    # llama.cpp timestamped log: "[56285] 0.54.236.075 E "
+    re.compile(r"^(?:\[\d+\] )?\d+(?:\.\d+)+ [IWEDT] "),
+    # llama.cpp level letter: "E llama_init_from_model: ..."
+    re.compile(r"^[IWED] (?=\w+\s*:|\S+\s+\w+:)"),
+    # quoting in issue threads
+    re.compile(r"^> ?"),
+]
+
+_ENGINE_ALIASES = {
+    "llama.cpp": "llama.cpp",
+    "llamacpp": "llama.cpp",
+    "llama_cpp": "llama.cpp",
+    "llama-server": "llama.cpp",
+    "llama-cpp": "llama.cpp",
+    "sglang": "sglang",
+    "vllm": "vllm",
+    "trtllm": "trtllm",
+    "tensorrt-llm": "trtllm",
+    "tensorrt_llm": "trtllm",
+    "trtllm-serve": "trtllm",
+    "ollama": "ollama",
+    "command": "command",
+}
+
+
+def engine_key(name: str | None) -> str | None:
+    """The canonical engine key, or None when unknown (then every rule set applies)."""
+    if not name:
+        return None
+    return _ENGINE_ALIASES.get(name.strip().lower())
+
+
+def content(line: str) -> str:
+    """The message part of one log line, without colour codes and logger prefixes."""
+    text = _ANSI.sub("", line).strip()
+    for _ in range(4):  # prefixes nest (journald around docker around vLLM)
+        before = text
+        for pattern in _PREFIXES:
+            text = pattern.sub("", text, count=1)
+        text = text.strip()
+        if text == before:
+            break
+    return text
+
+
+_VOLATILE = re.compile(
+    r"\b(?:TP|DP|EP|PP|rank|pid|GPU|device|cuda:|Rank )\s*=?\s*\d+|0x[0-9a-f]+", re.I
+)
+
+
+def dedupe_key(line: str) -> str:
+    """Lines repeated by every rank (TP0..TP7) share one key, so evidence shows one."""
+    return _VOLATILE.sub("#", content(line))
+
+
+def nonblank(lines: list[str]) -> list[str]:
+    return [ln for ln in lines if ln.strip()]
+
+
+_SECRETS = [
+    re.compile(r"\bhf_[A-Za-z0-9]{20,}"),
+    re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"),
+    re.compile(
+        r"(?i)(--?api[-_]?key[= ]|\b(?:api[_-]?key|token|password|secret)\s*[=:]\s*)"
+        r"['\"]?[^\s'\",]{6,}"
+    ),
+]
+
+
+def redact(line: str) -> str:
+    """The line with API keys and tokens masked; evidence is stored and printed."""
+    for pattern in _SECRETS:
+        line = pattern.sub(lambda m: (m.group(1) if m.lastindex else "") + "***", line)
+    return line

@@ -1,0 +1,80 @@
+"""The shape of a diagnosis rule.
+
+A ``Rule`` is one error text an engine (or its runtime: CUDA, NCCL, Python, the kernel) really
+prints, the category it implies, how decisive it is, and the remedy it implies. Weights:
+5 names the cause outright ("CUDA out of memory"), 3-4 points at it, 1-2 is a consequence
+("failed to load model") that only decides when nothing better is present.
+A ``FrameRule`` weighs a Python exception by where it was raised: a ``KeyError`` inside
+``load_weights`` means the checkpoint does not match the model code.
+A ``RuleSet`` is what one engine module contributes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from bringup.verdict import Category
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: re.Pattern[str]
+    category: Category
+    weight: float
+    remedy: str | None = None  # may name groups of the pattern: "lower it to {est}"
+    name: str = ""
+
+    def remedy_for(self, match: re.Match[str]) -> str | None:
+        if self.remedy is None:
+            return None
+        try:
+            return self.remedy.format(**{k: v or "" for k, v in match.groupdict().items()})
+        except (KeyError, IndexError):
+            return self.remedy
+
+
+@dataclass(frozen=True)
+class FrameRule:
+    exception: re.Pattern[str]  # matched against the exception type
+    where: re.Pattern[str]  # matched against "path:function" of any frame of the traceback
+    category: Category
+    weight: float
+    remedy: str | None = None
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    engine: str
+    rules: tuple[Rule, ...]
+    frame_rules: tuple[FrameRule, ...] = ()
+    module_marker: str | None = None  # path fragment of the engine's own Python package
+    # remedy used when the winning rule has none, per category
+    remedies: dict[Category, str] = field(default_factory=dict)
+
+
+def rx(pattern: str, *, case: bool = False) -> re.Pattern[str]:
+    return re.compile(pattern, 0 if case else re.IGNORECASE)
+
+
+def rule(
+    pattern: str,
+    category: Category,
+    weight: float,
+    remedy: str | None = None,
+    *,
+    case: bool = False,
+    name: str = "",
+) -> Rule:
+    return Rule(rx(pattern, case=case), category, weight, remedy, name or pattern[:40])
+
+
+def frame_rule(
+    exception: str,
+    where: str,
+    category: Category,
+    weight: float,
+    remedy: str | None = None,
+) -> FrameRule:
+    return FrameRule(rx(exception, case=True), rx(where), category, weight, remedy, where[:40])

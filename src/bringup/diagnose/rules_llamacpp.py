@@ -1,0 +1,133 @@
+"""llama.cpp (llama-server, llama-cli) rules, from common/arg.cpp, src/llama-context.cpp,
+src/llama-model-loader.cpp, src/llama-vocab.cpp, tools/server and ggml-cuda.
+
+Ollama embeds llama.cpp, so its rule set includes these.
+"""
+
+from __future__ import annotations
+
+from bringup.diagnose.rule import RuleSet, rule
+from bringup.verdict import Category as C
+
+_UPDATE = "the model needs a newer llama.cpp build (or a GGUF converted for this build)"
+
+RULES = RuleSet(
+    engine="llama.cpp",
+    rules=(
+        # flag combinations rejected while creating the context
+        rule(
+            r"quantized V cache (?:requires|was requested, but this requires) flash.?attn|"
+            r"V cache quantization requires flash.?attn|"
+            r"quantized V cache was requested, but this requires Flash Attention",
+            C.INVALID_CONFIG,
+            6,
+            "quantized V cache needs --flash-attn on (or an f16 V cache)",
+        ),
+        rule(
+            r"SPLIT_MODE_TENSOR requires flash_attn",
+            C.INVALID_CONFIG,
+            6,
+            "-sm tensor needs --flash-attn on",
+        ),
+        rule(
+            r"does not support different K \(\w+\) and V \(\w+\) cache types",
+            C.INVALID_CONFIG,
+            6,
+            "use the same -ctk and -ctv type for this model",
+        ),
+        rule(
+            r"(?:K|V) cache type \w+ with block size \d+ does not divide n_embd_head",
+            C.INVALID_CONFIG,
+            6,
+            "choose a KV cache type whose block size divides the head size",
+        ),
+        rule(
+            r"n_batch and n_ubatch cannot both be zero",
+            C.INVALID_CONFIG,
+            6,
+            "set -b/-ub to positive values",
+        ),
+        # argument parsing (common/arg.cpp)
+        rule(
+            r"error while handling argument|error: invalid argument:|"
+            r"error: unknown value for|Unsupported cache type|error: invalid value for|"
+            r"error: unknown argument|expected value for argument",
+            C.INVALID_CONFIG,
+            5.5,
+            "the flag or its value is not accepted by this llama.cpp build: check "
+            "llama-server --help",
+        ),
+        # model support
+        rule(
+            r"unknown model architecture|unknown pre-tokenizer type|"
+            r"error loading model (?:vocabulary|architecture|hyperparameters)|"
+            r"unknown (?:tokenizer|vocab) type",
+            C.MODEL_INCOMPATIBLE,
+            5.5,
+            _UPDATE,
+        ),
+        rule(
+            r"create_tensor: tensor '[^']+' (?:not found|has wrong shape)|"
+            r"wrong number of tensors|tensor '[^']+' has wrong shape|"
+            r"key not found in model: |missing tensor '",
+            C.MODEL_INCOMPATIBLE,
+            5,
+            _UPDATE,
+        ),
+        rule(
+            r"invalid magic characters|GGUF file version \d+ is (?:extremely large|not supported)|"
+            r"tensor '[^']+' data is not within the file bounds|"
+            r"failed to read (?:key-value pairs|tensor info|magic)",
+            C.MODEL_LOAD_FAILURE,
+            5,
+            "the GGUF file is damaged or not a GGUF: download again",
+        ),
+        # files
+        rule(
+            r"failed to open GGUF file|gguf_init_from_file: failed to open|"
+            r"failed to open .*\.gguf|unable to open (?:the )?model",
+            C.MODEL_LOAD_FAILURE,
+            4.5,
+            "check the -m path exists and is readable",
+        ),
+        rule(
+            r"error loading model|failed to load model|unable to load model|"
+            r"exiting due to model loading error|failed to create.?context with model",
+            C.MODEL_LOAD_FAILURE,
+            2,
+        ),
+        # memory (ggml backends)
+        rule(
+            r"ggml_backend_\w+_buffer_type_alloc_buffer: allocating [\d.]+ MiB on device "
+            r"\d+: \w+ failed: out of memory|"
+            r"failed to allocate (?:CUDA|ROCm|Vulkan|SYCL)\d* buffer",
+            C.OOM_GPU,
+            5.5,
+        ),
+        rule(
+            r"ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate|"
+            r"failed to allocate CPU buffer|mlock failed|failed to mlock",
+            C.OOM_HOST,
+            4.5,
+            "lower -c / --parallel or use a smaller quantization",
+        ),
+        # server
+        rule(
+            r"couldn't bind HTTP server socket|failed to bind|bind\(\) failed",
+            C.PORT_IN_USE,
+            5.5,
+            "another process holds the port: stop it or pick a free port",
+        ),
+        # asserts and aborts
+        rule(r"GGML_ASSERT\(.*\) failed|GGML_ABORT|ggml_abort", C.RUNTIME_CRASH, 2.5),
+    ),
+    remedies={
+        C.OOM_GPU: "offload fewer layers (-ngl), lower the context (-c) or --parallel, "
+        "a quantized KV cache (-ctk/-ctv q8_0 with -fa on) or a smaller quantization",
+        C.OOM_HOST: "lower -c / --parallel, use mmap (--load-mode mmap) or a smaller quantization",
+        C.RUNTIME_CRASH: "try without the last changed flag (e.g. -fa off, -ngl lower, "
+        "--split-mode layer) and report with a build number",
+        C.UNSUPPORTED_HARDWARE: "use a llama.cpp build compiled for this GPU "
+        "(CMAKE_CUDA_ARCHITECTURES) or the CPU backend (-ngl 0)",
+    },
+)

@@ -1,0 +1,69 @@
+"""Ollama rules: the Go server around its llama.cpp runner (llm/server.go, server/sched.go,
+server/images.go). llama.cpp's own rules apply to the runner's lines as well.
+"""
+
+from __future__ import annotations
+
+from bringup.diagnose.rule import RuleSet, rule
+from bringup.verdict import Category as C
+
+RULES = RuleSet(
+    engine="ollama",
+    rules=(
+        rule(
+            r"pull model manifest|file does not exist|model ['\"]?[\w:./-]+['\"]? not found|"
+            r"manifest unknown|try pulling it first",
+            C.MODEL_LOAD_FAILURE,
+            5,
+            "pull the model first (ollama pull NAME) or check the name/tag",
+        ),
+        rule(
+            r"requires a newer version of Ollama|not supported by your version of Ollama|"
+            r"unsupported model (?:format|type)",
+            C.MODEL_INCOMPATIBLE,
+            5.5,
+            "upgrade Ollama",
+        ),
+        rule(
+            r"llama runner process has terminated: signal: killed",
+            C.OOM_HOST,
+            5,
+            "the runner was killed (usually the kernel OOM killer): a smaller model, a "
+            "smaller num_ctx, or fewer OLLAMA_NUM_PARALLEL",
+        ),
+        # the runner asserting on a ggml op enum means it loaded another build's libggml
+        rule(
+            r"GGML_ASSERT\(\w+->op == GGML_OP_\w+\) failed",
+            C.MISSING_DEPENDENCY,
+            3,
+            "another llama.cpp/ggml install may shadow Ollama's libraries: check "
+            "LD_LIBRARY_PATH/PATH and reinstall Ollama",
+        ),
+        rule(
+            r"unable to load cuda driver library|no compatible GPUs were discovered|"
+            r"unable to init GPU|no nvidia devices detected",
+            C.MISSING_DEPENDENCY,
+            3,
+            "install the GPU driver Ollama needs, or run on CPU",
+        ),
+        rule(
+            r"listen tcp .*: bind: address already in use",
+            C.PORT_IN_USE,
+            6,
+            "another server holds the port (often another ollama serve): stop it or set "
+            "OLLAMA_HOST to a free port",
+        ),
+        rule(
+            r"llama runner process has terminated: exit status|error loading llama server|"
+            r"llama runner process no longer running",
+            C.RUNTIME_CRASH,
+            1,
+        ),
+    ),
+    remedies={
+        C.OOM_GPU: "a smaller num_ctx, fewer GPU layers (num_gpu), OLLAMA_KV_CACHE_TYPE=q8_0 "
+        "with flash attention, or a smaller quantization",
+        C.INVALID_CONFIG: "unset the OLLAMA_* setting the message names (e.g. "
+        "OLLAMA_KV_CACHE_TYPE when flash attention is off)",
+    },
+)

@@ -1,0 +1,124 @@
+"""vLLM rules, from vllm/config (model, cache, parallel), vllm/v1/core/kv_cache_utils.py,
+vllm/v1/worker, vllm/model_executor/models/registry.py and vllm/platforms/cuda.py.
+"""
+
+from __future__ import annotations
+
+from bringup.diagnose.rule import RuleSet, frame_rule, rule
+from bringup.verdict import Category as C
+
+RULES = RuleSet(
+    engine="vllm",
+    module_marker="/vllm/",
+    rules=(
+        rule(
+            r"No available memory for the cache blocks|"
+            r"Available KV cache memory: -|"
+            r"CUDA out of memory occurred when warming up",
+            C.OOM_GPU,
+            6,
+        ),
+        rule(
+            r"KV cache is needed, which is larger than the available KV cache memory"
+            r"(?:.*estimated maximum model length is (?P<est>\d+))?|"
+            r"is larger than the maximum number of tokens that can be stored in KV cache",
+            C.OOM_GPU,
+            5.5,
+            "lower --max-model-len (the log estimates {est}) or raise --gpu-memory-utilization",
+        ),
+        rule(
+            r"Free memory on device .* is less than desired GPU memory utilization",
+            C.OOM_GPU,
+            5.5,
+            "another process holds GPU memory: free it or lower --gpu-memory-utilization",
+        ),
+        rule(
+            r"User-specified max_model_len \(\d+\) is greater than the derived max_model_len|"
+            r"max_model_len .* (?:is greater than|exceeds) .*max_position_embeddings",
+            C.INVALID_CONFIG,
+            6,
+            "lower --max-model-len to the model's context length (or set "
+            "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 knowingly)",
+        ),
+        rule(
+            r"Model architectures? \[.*\] (?:are|is) not supported|"
+            r"Cannot find model module|"
+            r"architectures? .* (?:are|is) not (?:yet )?supported",
+            C.MODEL_INCOMPATIBLE,
+            6,
+            "this vLLM version has no implementation for the architecture: a newer vLLM, "
+            "or --trust-remote-code / --model-impl transformers",
+        ),
+        rule(
+            r"Selected backend \w+ is not valid for this configuration.*"
+            r"(?:compute capability|device capability|not supported on)",
+            C.UNSUPPORTED_HARDWARE,
+            6,
+            "choose an --attention-backend that supports this GPU (or leave it on auto)",
+        ),
+        rule(
+            r"Selected backend (?P<be>\w+) is not valid for this configuration",
+            C.INVALID_CONFIG,
+            5.5,
+            "--attention-backend {be} cannot serve this model/flag set: choose another or auto",
+        ),
+        rule(
+            r"(?:Bfloat16|bf16) is only supported on GPUs with compute capability",
+            C.UNSUPPORTED_HARDWARE,
+            6,
+            "use --dtype half on this GPU",
+        ),
+        rule(
+            r"quantization method .* is not supported for the current GPU|"
+            r"Minimum capability: \d+",
+            C.UNSUPPORTED_HARDWARE,
+            5.5,
+            "this quantization's kernels need a newer GPU: use another quantization or GPU",
+        ),
+        rule(
+            r"Quantization method specified in the model config \(\w+\) does not match|"
+            r"Unknown quantization method|quantization .* is not supported by|"
+            r"Cannot find the config file for \w+",
+            C.MODEL_INCOMPATIBLE,
+            4.5,
+        ),
+        rule(
+            r"Total number of attention heads \(\d+\) must be divisible by tensor parallel",
+            C.INVALID_CONFIG,
+            6,
+            "choose a --tensor-parallel-size that divides the number of attention heads",
+        ),
+        rule(
+            r"Engine core initialization failed|WorkerProc failed to start|"
+            r"EngineCore failed to start|Engine process failed to start|EngineDeadError|"
+            r"Worker failed with error|RuntimeError: Engine loop has died",
+            C.RUNTIME_CRASH,
+            0.9,
+        ),
+    ),
+    frame_rules=(
+        frame_rule(
+            r"ValueError|AssertionError|TypeError|NotImplementedError",
+            r"arg_utils\.py|/vllm/config",
+            C.INVALID_CONFIG,
+            3,
+        ),
+        frame_rule(
+            r"ValueError|NotImplementedError",
+            r"_raise_for_unsupported|"
+            r"/model_executor/models/",
+            C.MODEL_INCOMPATIBLE,
+            3,
+        ),
+    ),
+    remedies={
+        C.OOM_GPU: "lower --max-num-seqs, --max-model-len or --max-num-batched-tokens; "
+        "--enforce-eager saves the CUDA graph memory; or more GPUs (--tensor-parallel-size)",
+        C.DISTRIBUTED_FAILURE: "try --disable-custom-all-reduce and NCCL_P2P_DISABLE=1; check "
+        "NCCL with NCCL_DEBUG=INFO",
+        C.RUNTIME_CRASH: "isolate the kernel: --enforce-eager, another --attention-backend, "
+        "CUDA_LAUNCH_BLOCKING=1",
+        C.OOM_HOST: "lower host memory use: fewer --max-num-seqs, no --cpu-offload-gb / swap, "
+        "smaller batches",
+    },
+)

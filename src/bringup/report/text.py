@@ -1,0 +1,125 @@
+"""The terminal summary of a run, as plain text (the CLI prints it; no terminal UI here).
+
+Verdict counts, the winner, the top passing configurations with their key figures, one
+example per failure category (evidence line and remedy), pruned configurations and what
+pruned them, the fingerprint and the engine version.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bringup.report.model import KEY_FIGURES, RunReport
+
+TOP = 5
+STATUS_ORDER = ("passed", "failed", "interrupted", "running", "skipped", "pruned")
+
+
+def fmt(value: Any, digits: int = 1) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def short_id(trial_id: str, run_id: str) -> str:
+    return trial_id.removeprefix(run_id + "-")
+
+
+def table(header: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        out = [
+            c.ljust(w) if i < 2 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return (indent + "  ".join(out)).rstrip()
+
+    return [line(header), *(line(r) for r in rows)]
+
+
+def fingerprint_line(fp: dict[str, Any]) -> str:
+    gpus = fp.get("gpus") or []
+    if gpus:
+        names = sorted(
+            {
+                f"{g.get('name')} (cc {g.get('compute_capability')}, driver {g.get('driver')})"
+                for g in gpus
+            }
+        )
+        hw = f"{len(gpus)}x " + ", ".join(names)
+    else:
+        hw = "no GPU"
+    return f"{fp.get('cpu', '?')} x{fp.get('cores', '?')} cores; {hw}"
+
+
+def verdict_counts(report: RunReport) -> str:
+    counts = report.counts
+    parts = [f"{counts[s]} {s}" for s in STATUS_ORDER if counts.get(s)]
+    parts += [f"{n} {s}" for s, n in counts.items() if s not in STATUS_ORDER]
+    return ", ".join(parts) or "no trials"
+
+
+def render_text(report: RunReport) -> str:
+    run, rid = report.run, report.run_id
+    fp = report.fingerprint
+    lines = [
+        f"run {rid}  {run.get('engine')} {report.engine_version}  status {run.get('status')}"
+        + (f"  spec {run['spec_path']}" if run.get("spec_path") else ""),
+        f"machine: {fingerprint_line(fp)}",
+        f"model: {fp.get('model') or '?'}"
+        + (f" (sha256 {str(fp['model_sha256'])[:12]})" if fp.get("model_sha256") else ""),
+        f"verdicts: {verdict_counts(report)}",
+    ]
+    win = report.winner
+    if win is not None:
+        value = win["metrics"].get(report.objective)
+        lines.append(
+            f"winner: {short_id(win['id'], rid)}  {report.label(win['flags'])}  "
+            f"{report.objective} {fmt(value)}"
+        )
+    else:
+        lines.append("winner: none (no configuration passed every check)")
+
+    passed = report.passed()
+    if passed:
+        lines += ["", f"top configurations (by {report.objective}):"]
+        header = ["trial", "configuration", *(name for _, name in KEY_FIGURES), "ready s"]
+        rows = [
+            [
+                short_id(t["id"], rid) + (" *" if win is not None and t["id"] == win["id"] else ""),
+                report.label(t["flags"]),
+                *(fmt(t["metrics"].get(key)) for key, _ in KEY_FIGURES),
+                fmt((t.get("timings") or {}).get("ready_s")),
+            ]
+            for t in passed[:TOP]
+        ]
+        lines += table(header, rows)
+        if len(passed) > TOP:
+            lines.append(f"  ... and {len(passed) - TOP} more passing")
+
+    failures = report.failures()
+    if failures:
+        lines += ["", "failures (one example per category):"]
+        for category, group in failures.items():
+            t = group[0]
+            lines.append(
+                f"  {category} x{len(group)}: {short_id(t['id'], rid)} {report.label(t['flags'])}"
+                f" (stage {t['stage']})"
+            )
+            evidence = (t.get("evidence") or [t.get("detail") or ""])[0]
+            if evidence:
+                lines.append(f"      {evidence[:200]}")
+            if t.get("remedy"):
+                lines.append(f"      remedy: {t['remedy']}")
+
+    if report.pruned:
+        lines += ["", "pruned (not run):"]
+        for p in report.pruned:
+            by = f" by {short_id(p['by_trial'], rid)}" if p.get("by_trial") else ""
+            lines.append(f"  {report.label(p['flags'])}{by}: {p['reason']}")
+
+    notes = report.run.get("notes") or []
+    if notes:
+        lines += ["", "notes:", *(f"  {n}" for n in notes)]
+    return "\n".join(lines) + "\n"

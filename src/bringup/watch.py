@@ -1,0 +1,104 @@
+"""Watch a deployed server: a real generation at an interval, not only ``/health``.
+
+``watch_server(url, options)`` runs :func:`bringup.checks.probe.run_probe` (health, one
+known answer, the garbage detectors) every ``interval_s`` seconds and hands each verdict to
+``on_verdict``. After ``failures`` consecutive failed probes it calls ``on_trip``; when
+that returns False (or there is none) the watch ends with ``tripped=True``, when it returns
+True (e.g. a restart command ran) the count starts again and the watch goes on. A server
+whose ``/health`` answers 200 while its answers are garbage fails every probe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from bringup.checks.probe import ProbeResult, run_probe
+
+ProbeFn = Callable[[str], Awaitable[ProbeResult]]
+
+
+@dataclass
+class WatchOptions:
+    interval_s: float = 30.0
+    failures: int = 3  # consecutive failed probes that trip the watch
+    timeout_s: float = 10.0  # for one probe
+    api_key: str | None = None
+    health_path: str = "/health"
+    model: str | None = None
+    max_probes: int | None = None  # stop after this many probes (None: until tripped)
+
+
+@dataclass
+class WatchEvent:
+    at: float  # wall-clock time of the probe's end
+    result: ProbeResult
+    consecutive_failures: int
+
+
+@dataclass
+class WatchOutcome:
+    probes: int = 0
+    failed: int = 0
+    tripped: bool = False
+    trips: int = 0
+    last: ProbeResult | None = None
+    events: list[WatchEvent] = field(default_factory=list)
+
+
+def run_command(argv: list[str], timeout_s: float = 300.0) -> int:
+    """Run the on-failure command (argv, no shell); its exit code, 127 when it cannot start."""
+    try:
+        return subprocess.run(argv, check=False, timeout=timeout_s).returncode
+    except FileNotFoundError:
+        return 127
+    except subprocess.TimeoutExpired:
+        return 124
+
+
+async def watch_server(
+    url: str,
+    options: WatchOptions,
+    *,
+    on_verdict: Callable[[WatchEvent], None] = lambda e: None,
+    on_trip: Callable[[WatchEvent], bool] | None = None,
+    probe: ProbeFn | None = None,
+    keep_events: int = 100,
+) -> WatchOutcome:
+    """Probe until ``failures`` consecutive failures trip the watch (or ``max_probes``)."""
+
+    async def default_probe(u: str) -> ProbeResult:
+        return await run_probe(
+            u,
+            timeout_s=options.timeout_s,
+            api_key=options.api_key,
+            health_path=options.health_path,
+            model=options.model,
+        )
+
+    do_probe = probe or default_probe
+    out = WatchOutcome()
+    streak = 0
+    while options.max_probes is None or out.probes < options.max_probes:
+        started = time.monotonic()
+        result = await do_probe(url)
+        out.probes += 1
+        out.last = result
+        streak = 0 if result.passed else streak + 1
+        out.failed += 0 if result.passed else 1
+        event = WatchEvent(time.time(), result, streak)
+        out.events = [*out.events[-(keep_events - 1) :], event] if keep_events > 0 else []
+        on_verdict(event)
+        if streak >= options.failures:
+            out.trips += 1
+            if on_trip is None or not on_trip(event):
+                out.tripped = True
+                return out
+            streak = 0
+        if options.max_probes is not None and out.probes >= options.max_probes:
+            break
+        await asyncio.sleep(max(0.0, options.interval_s - (time.monotonic() - started)))
+    return out
