@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from bringup.bench import BenchConfig, run_benchmark
+from bringup.bench.sentinels import DEFAULT_SENTINELS
 from bringup.checks import (
     ReferenceAnswers,
     check_under_load,
     collect_answers,
     compare_accuracy,
     run_correctness,
+    suite_for,
 )
 from bringup.client import OpenAIClient
 from bringup.engines.base import EngineAdapter
@@ -185,6 +187,15 @@ async def run_trial(
         ctx.on_stage(result, result.stage, "done")
 
 
+def sentinel_prompts(spec: Spec) -> tuple[str, ...]:
+    """Natural prompts to answer beside the load: the known-answer prompts where enabled."""
+    if spec.checks.known_answers:
+        prompts = tuple(ka.prompt for ka in suite_for(spec))[:4]
+        if prompts:
+            return prompts
+    return DEFAULT_SENTINELS
+
+
 async def _chosen_from_info(adapter: EngineAdapter, base_url: str) -> dict[str, str]:
     """What the engine's info endpoints (e.g. SGLang /server_info) say it resolved."""
     chosen: dict[str, str] = {}
@@ -244,6 +255,7 @@ async def _checks_and_bench(
     t0 = _enter(ctx, result, Stage.BENCHMARKED, "streaming load")
     cfg = BenchConfig.from_spec(spec.bench, model=model, scale=planned.bench_scale)
     cfg.api_key = ctx.api_key
+    cfg.sentinels = sentinel_prompts(spec)
     bench = await run_benchmark(base_url, cfg)
     result.timings["benchmarked_s"] = round(time.monotonic() - t0, 3)
     result.metrics = bench.summary()

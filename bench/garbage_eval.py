@@ -1,0 +1,384 @@
+"""Evaluate the garbage detectors on real garbage and on real healthy output.
+
+Garbage: the ``garbage_output`` cases of shared/corpus/failure_logs.jsonl (the garbage
+text extracted from each log), plus garbage made the way broken engines make it, from the
+real Gemma 3 270M: near-uniform sampling (temperature 8, no top-k/top-p: what a kernel
+that scrambles logits emits: multilingual subword junk), one subword repeated, ``<unk>``
+and pad runs, control characters and replacement characters spliced into healthy text,
+and healthy non-ASCII text shown as mojibake. Healthy: the real model's continuations of
+240 varied prompts (prose, facts, lists, code, Q&A, dialogue, other languages), greedy and
+sampled at temperature 0.8. The real text is generated once with llama-server and kept as
+a fixture (``tests/unit/data/gemma_outputs.json``, which the unit tests also read);
+``--regenerate`` remakes it. Where a garbage case's prompt is known (the
+corpus case quoting ``Input:``), the reference-likelihood check runs too, with Gemma as
+the reference. Prints ``recall=<float> false_alarm=<float>`` as the last line.
+
+    .venv/bin/python bench/garbage_eval.py [--fixture FILE] [--regenerate] [--show N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import random
+import re
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from bringup.checks.garbage import check_likelihood, detect_garbage
+from bringup.checks.scoring import mean_finite, score_text
+from bringup.client import OpenAIClient
+from bringup.engines.llamacpp import find_llama_server
+from bringup.models import resolve_builtin
+from bringup.server.ports import free_port
+from bringup.server.process import EngineProcess
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / ".." / "shared" / "corpus" / "failure_logs.jsonl"
+FIXTURE = ROOT / "tests" / "unit" / "data" / "gemma_outputs.json"
+TOKENS = 64
+
+TOPICS = [
+    "The Eiffel Tower",
+    "Photosynthesis",
+    "The Roman Empire",
+    "Quantum mechanics",
+    "The Amazon rainforest",
+    "Jazz music",
+    "The human heart",
+    "Volcanoes",
+    "The Internet",
+    "Ancient Egypt",
+    "Climate change",
+    "The Moon",
+    "Honey bees",
+    "The French Revolution",
+    "Machine learning",
+    "Coffee",
+    "The Great Wall of China",
+    "Mount Everest",
+    "The piano",
+    "Democracy",
+    "Chess",
+    "The printing press",
+    "Black holes",
+    "Tea",
+    "The Olympic Games",
+    "Vaccines",
+    "The Sahara desert",
+    "Shakespeare",
+    "Electric cars",
+    "Penguins",
+]
+STARTS = [
+    "Once upon a time, there was a",
+    "It was a cold morning when",
+    "The detective opened the door and",
+    "She looked at the map and said",
+    "In the year 2150, humanity",
+    "The old man sat by the fire and",
+    "Chapter 3\n\nThe storm had passed, but",
+    "Dear diary, today I",
+    "The dragon flew over the",
+    "When I was a child, my grandmother",
+    "The spaceship landed on",
+    "He had never seen anything like",
+    "The village was quiet until",
+    "After the war ended,",
+    "The letter arrived on a Tuesday.",
+]
+CODE = [
+    "def reverse_string(s):\n",
+    "import numpy as np\n\n",
+    "class Stack:\n    def __init__(self):\n",
+    "for i in range(10):\n",
+    "SELECT * FROM orders WHERE",
+    "function fetchData(url) {\n",
+    "#include <stdio.h>\n\nint main() {\n",
+    "<!DOCTYPE html>\n<html>\n<head>\n",
+    "#!/bin/bash\n\n",
+    "public class HelloWorld {\n",
+    "def quicksort(arr):\n",
+    "const express = require('express');\n",
+    "CREATE TABLE users (\n",
+    "fn main() {\n",
+    "# Install dependencies\npip install",
+    '{\n  "name": "my-app",\n',
+    "git clone https://github.com/",
+    "x = [1, 2, 3]\nprint(",
+    'def is_prime(n):\n    """Return True if n is prime."""\n',
+    '<div class="container">\n',
+]
+QUESTIONS = [
+    "What is the capital of Germany?",
+    "How many days are in a week?",
+    "Who painted the Mona Lisa?",
+    "What is the boiling point of water?",
+    "Why is the sky blue?",
+    "What is a noun?",
+    "How do airplanes fly?",
+    "What is the largest planet?",
+    "Who wrote Hamlet?",
+    "What is DNA?",
+    "How many continents are there?",
+    "What is the speed of light?",
+    "What is an atom?",
+    "Why do we sleep?",
+    "What is inflation?",
+]
+LISTS = [
+    "Here are five tips for better sleep:\n1.",
+    "Ingredients:\n-",
+    "Top 10 programming languages:\n1.",
+    "Things to pack for a beach trip:\n*",
+    "Steps to change a tire:\n1.",
+    "Benefits of exercise:\n-",
+    "Shopping list: milk, eggs,",
+    "The days of the week are",
+    "Prime numbers: 2, 3, 5, 7,",
+    "Table of contents\n\n1. Introduction\n2.",
+    "| Name | Age |\n|------|-----|\n| Alice | 30 |\n",
+    "Colors of the rainbow: red, orange,",
+    "Planets: Mercury, Venus,",
+    "A, B, C, D,",
+    "10, 20, 30, 40,",
+]
+OTHER_LANG = [
+    "La ville de Paris est",
+    "Der Hund läuft im Park und",
+    "El sol brilla y los niños",
+    "Il était une fois",
+    "Oggi è una bella giornata e",
+    "東京は日本の首都で",
+    "北京是中国的首都，",
+    "Москва — столица России,",
+    "서울은 한국의 수도이며",
+    "A casa é grande e",
+    "Het weer is vandaag",
+    "Merhaba, benim adım",
+    "Καλημέρα, σήμερα",
+    "मेरा नाम राम है और",
+    "Witaj, nazywam się",
+]
+MISC = [
+    "Dear John,\n\nThank you for your letter.",
+    "Subject: Meeting tomorrow\n\nHi team,",
+    "Q: What's your favorite movie?\nA:",
+    "Alice: Hi Bob, how are you?\nBob:",
+    "Roses are red,\nviolets are blue,",
+    "BREAKING NEWS:",
+    "Abstract\n\nIn this paper we",
+    "Terms and Conditions\n\n1.",
+    "Recipe: Chocolate cake\n\n",
+    "Product review: I bought this blender",
+    "Weather report: Today will be",
+    "Lesson 1: Introduction to",
+    "The meeting minutes:\n-",
+    "FAQ\n\nQ: How do I reset my password?\nA:",
+    "Tweet: Just finished my first marathon!",
+    "Step 1:",
+    "Note to self:",
+    "Error: file not found.",
+    "Title: The Last Summer\n\n",
+    "2 + 2 = 4\n3 + 3 =",
+]
+
+
+def healthy_prompts() -> list[str]:
+    out = [f"{t} is" for t in TOPICS] + [f"{t} was" for t in TOPICS[:15]]
+    out += [f"Q: {q}\nA:" for q in QUESTIONS] + [f"{q}\n" for q in QUESTIONS]
+    out += STARTS + CODE + LISTS + OTHER_LANG + MISC
+    out += [f"A short essay about {t.lower()}:\n\n" for t in TOPICS[:20]]
+    out += [f"Wikipedia: {t}\n\n{t}" for t in TOPICS[10:30]]
+    out += [f"The history of {t.lower()}" for t in TOPICS[:20]]
+    out += [f"Translate to French: {t}\nFrench:" for t in TOPICS[:10]]
+    return out
+
+
+def extract_garbage(log: str) -> tuple[str, str | None]:
+    """The generated text inside a reported log, and the prompt when the log gives it."""
+    prompt = None
+    m = re.search(r'Input:\s*"(.*?)"', log)
+    if m:
+        prompt = m.group(1)
+    m = re.search(r'Output:\s*"(.*?)"\s*$', log, flags=re.S | re.M)
+    if m:
+        return m.group(1), prompt
+    m = re.search(r"^assistant\n(.*?)(?:\n>|\Z)", log, flags=re.S | re.M)  # chat CLI transcript
+    if m:
+        return m.group(1), prompt
+    quoted = re.findall(r'"([^"]{8,})"', log)  # the quoted output in a prose report
+    if quoted:
+        return max(quoted, key=len), prompt
+    return log, prompt
+
+
+@contextlib.asynccontextmanager
+async def llama_server(*extra: str) -> AsyncIterator[str]:
+    binary = find_llama_server()
+    if binary is None:
+        raise SystemExit("llama-server is not installed (run `make engine`)")
+    model = str(resolve_builtin("gemma3-270m"))
+    port = free_port()
+    log = Path(tempfile.mkdtemp(prefix="garbage-eval-")) / "llama-server.log"
+    argv = [binary, "-m", model, "--host", "127.0.0.1", "--port", str(port), "-c", "2048"]
+    proc = EngineProcess([*argv, "-t", "2", "--no-warmup", *extra], log)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        async with OpenAIClient(url, timeout_s=5) as client:
+            deadline = time.monotonic() + 120
+            while (await client.health())[0] != 200:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(
+                        f"llama-server did not start: {log.read_text(errors='replace')[-600:]}"
+                    )
+                await asyncio.sleep(0.2)
+        yield url
+    finally:
+        proc.stop(grace_s=5)
+
+
+async def _gen(
+    c: OpenAIClient, prompt: str, temperature: float, seed: int, **extra: Any
+) -> dict[str, Any]:
+    body = {
+        "prompt": prompt,
+        "max_tokens": TOKENS,
+        "temperature": temperature,
+        "seed": seed,
+        "logprobs": 1,
+    }
+    payload = await c.post_json("/v1/completions", {**body, **extra})
+    from bringup.client import parse_completion
+
+    comp = parse_completion(payload)
+    return {"prompt": prompt, "temperature": temperature, "text": comp.text, "tokens": comp.tokens}
+
+
+async def generate(fixture: Path) -> dict[str, list[dict[str, Any]]]:
+    prompts = healthy_prompts()
+    rng = random.Random(7)
+    out: dict[str, list[dict[str, Any]]] = {"healthy": [], "junk": []}
+    async with llama_server() as url, OpenAIClient(url, timeout_s=120) as c:
+        for i, p in enumerate(prompts):
+            out["healthy"].append(await _gen(c, p, 0.0, 0))
+            if i % 3 == 0:  # a sampled continuation of every third prompt as well
+                out["healthy"].append(await _gen(c, p, 0.8, rng.randrange(1 << 30)))
+        # Scrambled logits: near-uniform sampling over the whole vocabulary.
+        for p in rng.sample(prompts, 40):
+            out["junk"].append(
+                await _gen(c, p, 8.0, rng.randrange(1 << 30), top_k=0, top_p=1.0, min_p=0.0)
+            )
+    fixture.parent.mkdir(parents=True, exist_ok=True)
+    fixture.write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
+    return out
+
+
+def synthesize(real: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str, list[str] | None]]:
+    """Garbage cases (kind, text, tokens) built from the real model's tokens and text."""
+    rng = random.Random(11)
+    cases: list[tuple[str, str, list[str] | None]] = []
+    for r in real["junk"]:
+        cases.append(("uniform-sampling", r["text"], r["tokens"] or None))
+    pieces = [t for r in real["junk"] for t in r["tokens"] if t.strip()]
+    for _ in range(20):  # one subword repeated, the '!!!!' family
+        tok = rng.choice(pieces)
+        n = rng.randint(12, 48)
+        sep = rng.choice(["", " ", ""])
+        cases.append(("repeated-subword", sep.join([tok] * n), [tok] * n))
+    for marker in ["<unk>", "<pad>", "<mask>", "[UNK]", "<0x00>"]:
+        cases.append(("special-token", (" " + marker) * rng.randint(6, 30), None))
+    healthy = [r["text"] for r in real["healthy"] if len(r["text"]) > 60]
+    for text in rng.sample(healthy, 20):  # corrupted detokenizer / memory
+        chars = list(text)
+        junk = rng.choice(["\ufffd", "\x00", "\x1b", "\x07", "\ue000"])
+        for _ in range(rng.randint(4, 10)):
+            chars.insert(rng.randrange(len(chars)), junk)
+        cases.append(("control-chars", "".join(chars), None))
+    non_ascii = [t for t in healthy if sum(ord(ch) > 127 for ch in t) >= 4]
+    for text in non_ascii[:10]:
+        cases.append(("mojibake", text.encode("utf-8").decode("cp1252", errors="ignore"), None))
+    return cases
+
+
+async def likelihood_flags(cases: list[tuple[str, str]]) -> list[bool]:
+    """The reference-likelihood check with Gemma as the reference, for cases with a prompt."""
+    flags = []
+    async with llama_server() as url, OpenAIClient(url, timeout_s=120) as c:
+        for prompt, text in cases:
+            own = await c.complete(prompt, max_tokens=16, logprobs=10)
+            scored = await score_text(c, prompt, text)
+            cand, ref = mean_finite(scored), mean_finite(own.token_logprobs)
+            print(f"  likelihood: {text[:40]!r} after {prompt[:30]!r}: {cand:.2f} vs own {ref:.2f}")
+            flags.append(check_likelihood(text, cand, ref) is not None)
+    return flags
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--fixture", type=Path, default=FIXTURE)
+    ap.add_argument("--regenerate", action="store_true")
+    ap.add_argument("--show", type=int, default=5, help="misses and false alarms to print")
+    ap.add_argument("--no-likelihood", action="store_true", help="text detectors only")
+    args = ap.parse_args()
+
+    if args.fixture.is_file() and not args.regenerate:
+        real = json.loads(args.fixture.read_text(encoding="utf-8"))
+    else:
+        real = asyncio.run(generate(args.fixture))
+
+    rows = [
+        json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
+    corpus = [
+        (r["id"], *extract_garbage(r["log"])) for r in rows if r["category"] == "garbage_output"
+    ]
+    with_prompt = [(i, p, t) for i, t, p in corpus if p is not None]
+    lik = (
+        {}
+        if args.no_likelihood
+        else dict(
+            zip(
+                [i for i, _, _ in with_prompt],
+                asyncio.run(likelihood_flags([(p, t) for _, p, t in with_prompt])),
+                strict=True,
+            )
+        )
+    )
+
+    garbage: list[tuple[str, str, bool]] = []
+    for cid, text, _ in corpus:
+        finding = detect_garbage(text)
+        hit = finding is not None or lik.get(cid, False)
+        how = finding.detector if finding else ("likelihood" if hit else "-")
+        print(f"corpus {cid}: {'DETECTED' if hit else 'missed'} by {how}: {text[:60]!r}")
+        garbage.append(("corpus", text, hit))
+    for kind, text, tokens in synthesize(real):
+        garbage.append((kind, text, detect_garbage(text, tokens) is not None))
+
+    healthy = real["healthy"]
+    alarms = [(r, f) for r in healthy if (f := detect_garbage(r["text"], r["tokens"] or None))]
+
+    by_kind: dict[str, list[bool]] = {}
+    for kind, _, hit in garbage:
+        by_kind.setdefault(kind, []).append(hit)
+    for kind, hits in by_kind.items():
+        print(f"garbage {kind:17s} {sum(hits):3d}/{len(hits):3d} detected")
+    for kind, text, _hit in [g for g in garbage if not g[2]][: args.show]:
+        print(f"  missed {kind}: {text[:70]!r}")
+    print(f"healthy outputs: {len(healthy)} ({sum(r['temperature'] == 0 for r in healthy)} greedy)")
+    for r, f in alarms[: args.show]:
+        print(f"  false alarm {f.detector}: {r['prompt'][:30]!r} -> {r['text'][:70]!r}")
+    recall = sum(hit for _, _, hit in garbage) / len(garbage)
+    corpus_recall = sum(by_kind["corpus"]) / len(by_kind["corpus"])
+    print(f"corpus_recall={corpus_recall:.3f} over {len(by_kind['corpus'])} cases")
+    print(f"recall={recall:.3f} false_alarm={len(alarms) / len(healthy):.4f}")
+
+
+if __name__ == "__main__":
+    main()

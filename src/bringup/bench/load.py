@@ -1,0 +1,176 @@
+"""Load shapes: closed loop at a concurrency, open loop at a rate on an absolute schedule.
+
+Closed loop: ``concurrency`` workers each send their next request as soon as the previous
+one ends, until ``requests`` have been issued or ``duration_s`` has passed (then in-flight
+requests finish and count). Open loop: request ``i`` is due at ``t0 + a_i`` where the
+arrival offsets ``a_i`` are drawn up front (Poisson or constant); the dispatcher sleeps to
+each absolute due time, so a late wake-up never shifts later requests, and records how late
+each request was dispatched. An optional cap on in-flight requests makes requests wait; that
+wait is recorded as queue time, never hidden in TTFT.
+
+Bodies are encoded up front; request ``i`` uses ``bodies[i % len(bodies)]``. A shard
+``(k, n)`` keeps only requests with ``i % n == k``, so several processes can drive one level
+from the same schedule (monotonic time is shared by every process of a host).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import aiohttp
+
+from bringup.bench.client import cancel_all, send
+from bringup.bench.records import ParseQueue, RequestRecord, now
+
+
+@dataclass
+class LevelRun:
+    """Raw outcome of one level (one repeat): records and an example message per error kind."""
+
+    records: list[RequestRecord] = field(default_factory=list)
+    error_examples: dict[str, str] = field(default_factory=dict)
+
+    def merge(self, other: LevelRun) -> None:
+        self.records.extend(other.records)
+        for k, v in other.error_examples.items():
+            self.error_examples.setdefault(k, v)
+
+
+def arrival_offsets(
+    rate: float, arrival: str, *, count: int | None, duration_s: float | None, seed: int
+) -> list[float]:
+    """Due times (s after the start) of an open-loop level, bounded by count or duration."""
+    if count is None and duration_s is None:
+        raise ValueError("an open-loop level needs a request count or a duration")
+    rng = random.Random(seed)
+    out: list[float] = []
+    t = 0.0
+    while True:
+        if count is not None and len(out) >= count:
+            break
+        if duration_s is not None and t >= duration_s:
+            break
+        out.append(t)
+        t += rng.expovariate(rate) if arrival == "poisson" else 1.0 / rate
+    return out
+
+
+async def _one(
+    session: aiohttp.ClientSession,
+    url: str,
+    body: bytes,
+    rec: RequestRecord,
+    run: LevelRun,
+    cap: asyncio.Semaphore | None,
+    parser: ParseQueue,
+) -> None:
+    timeout = session.timeout.total or 300.0
+    if cap is None:
+        detail = await send(session, url, body, rec, timeout, parser)
+    else:
+        async with cap:
+            detail = await send(session, url, body, rec, timeout, parser)
+    if rec.error and detail:
+        run.error_examples.setdefault(rec.error, detail)
+    run.records.append(rec)
+
+
+async def closed_loop(
+    session: aiohttp.ClientSession,
+    url: str,
+    bodies: Sequence[bytes],
+    *,
+    concurrency: int,
+    requests: int | None,
+    duration_s: float | None,
+    shard: tuple[int, int] = (0, 1),
+) -> LevelRun:
+    """``concurrency`` workers (this shard's share), bounded by ``requests`` or ``duration_s``."""
+    run = LevelRun()
+    k, n = shard
+    workers = concurrency // n + (1 if k < concurrency % n else 0)
+    limit = None if requests is None else requests // n + (1 if k < requests % n else 0)
+    deadline = None if duration_s is None else now() + duration_s
+    counter = iter(range(k, 1 << 62, n))
+    issued = 0
+
+    async def worker() -> None:
+        nonlocal issued
+        while True:
+            if limit is not None and issued >= limit:
+                return
+            if deadline is not None and now() >= deadline:
+                return
+            issued += 1
+            i = next(counter)
+            rec = RequestRecord(index=i, scheduled=now())
+            rec.dispatched = rec.scheduled
+            await _one(session, url, bodies[i % len(bodies)], rec, run, None, parser)
+
+    parser = ParseQueue()
+    tasks = [asyncio.create_task(worker()) for _ in range(workers)]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        await cancel_all(tasks)
+        await parser.close()
+    return run
+
+
+async def open_loop(
+    session: aiohttp.ClientSession,
+    url: str,
+    bodies: Sequence[bytes],
+    *,
+    t0: float,
+    offsets: Sequence[float],
+    max_concurrency: int | None,
+    shard: tuple[int, int] = (0, 1),
+) -> LevelRun:
+    """Dispatch request ``i`` at ``t0 + offsets[i]`` (this shard's ``i``), capped if asked."""
+    run = LevelRun()
+    k, n = shard
+    cap = None
+    if max_concurrency is not None:
+        cap = asyncio.Semaphore(
+            max(1, max_concurrency // n + (1 if k < max_concurrency % n else 0))
+        )
+    tasks: list[asyncio.Task[None]] = []
+    parser = ParseQueue()
+    try:
+        for i in range(k, len(offsets), n):
+            due = t0 + offsets[i]
+            delay = due - now()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            rec = RequestRecord(index=i, scheduled=due)
+            rec.dispatched = now()
+            tasks.append(
+                asyncio.create_task(
+                    _one(session, url, bodies[i % len(bodies)], rec, run, cap, parser)
+                )
+            )
+        await asyncio.gather(*tasks)
+    finally:
+        await cancel_all(tasks)
+        await parser.close()
+    return run
+
+
+async def warm_up(
+    session: aiohttp.ClientSession, url: str, bodies: Sequence[bytes], count: int, concurrency: int
+) -> None:
+    """``count`` requests whose results are thrown away (caches, graphs, connections)."""
+    if count <= 0:
+        return
+    await closed_loop(
+        session,
+        url,
+        bodies,
+        concurrency=max(1, min(concurrency, count)),
+        requests=count,
+        duration_s=None,
+    )

@@ -1,0 +1,227 @@
+"""One request's timing record, and the SSE parse that fills it after the stream ends.
+
+The hot path only appends ``(receipt time, raw bytes)`` per socket read; :func:`parse_stream`
+runs once the response is complete. An event is timed by the read that completed it, so
+events that arrived in one read share one timestamp (the client really saw them together).
+
+Token attribution ("spread"): the server's ``usage.completion_tokens`` is the truth for how
+many tokens a request produced. When it exceeds the number of content-bearing events, the
+excess is distributed over the events in proportion to their text length (each event
+carries at least one token). The gap before an event carrying ``k`` tokens then yields
+``k`` inter-token latencies of ``gap / k`` each: ITL is per token, not per chunk.
+
+All times are ``time.monotonic()`` seconds (CLOCK_MONOTONIC, one clock for every process of
+the host), so a server stamp ``t_send`` on an event (see ``bringup.testing.fakeserver``) can be
+subtracted from the receipt time to give the client's own lag.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from bisect import bisect_left
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+now = time.monotonic
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    """Times (monotonic s) and counts of one request; ``error`` is a short kind or None."""
+
+    index: int
+    scheduled: float  # when it was due (open loop) or issued (closed loop)
+    dispatched: float = 0.0  # when the client got to it: lateness = dispatched - scheduled
+    sent: float = 0.0  # when it got a slot and the POST began: queue = sent - dispatched
+    end: float = 0.0
+    error: str | None = None
+    status: int = 0
+    event_times: list[float] = field(default_factory=list)  # content-bearing events
+    event_tokens: list[int] = field(default_factory=list)  # tokens attributed to each
+    output_tokens: int = 0
+    prompt_tokens: int | None = None
+    usage_reported: bool = False
+    text: str = ""
+    client_lag: list[float] = field(default_factory=list)  # receipt - server stamp, s
+    finish_reason: str | None = None
+    retries: int = 0  # re-sent once after the server had closed the pooled connection
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def ttft(self) -> float | None:
+        return self.event_times[0] - self.sent if self.event_times else None
+
+    @property
+    def e2e(self) -> float:
+        return self.end - self.sent
+
+    def itls(self) -> list[float]:
+        """Inter-token latencies, one per token after the first event (spread attribution)."""
+        out: list[float] = []
+        times, toks = self.event_times, self.event_tokens
+        for i in range(1, len(times)):
+            k = toks[i]
+            gap = (times[i] - times[i - 1]) / k
+            out.extend([gap] * k)
+        return out
+
+    def tpot(self) -> float | None:
+        """Time per output token after the first: (last event - first event) / (tokens - 1)."""
+        if len(self.event_times) < 2 or self.output_tokens < 2:
+            return None
+        return (self.event_times[-1] - self.event_times[0]) / (self.output_tokens - 1)
+
+    def decode_tok_s(self) -> float | None:
+        tpot = self.tpot()
+        return 1.0 / tpot if tpot else None
+
+
+def _spread(total: int, lengths: list[int]) -> list[int]:
+    """``total`` tokens over events, at least one each, the excess by text length."""
+    n = len(lengths)
+    if n == 0:
+        return []
+    if total <= n:
+        return [1] * n
+    extra = total - n
+    weights = lengths if sum(lengths) else [1] * n
+    weight = sum(weights)
+    shares = [extra * w / weight for w in weights]
+    ks = [1 + int(s) for s in shares]
+    rest = total - sum(ks)
+    # largest remainders take the leftover tokens
+    order = sorted(range(n), key=lambda i: shares[i] - int(shares[i]), reverse=True)
+    for i in order[:rest]:
+        ks[i] += 1
+    return ks
+
+
+def _text_of(choice: dict[str, Any]) -> str:
+    text = choice.get("text")
+    if text is None:
+        delta = choice.get("delta") or {}
+        text = delta.get("content") or delta.get("reasoning_content") or ""
+    return text if isinstance(text, str) else ""
+
+
+def parse_stream(rec: RequestRecord, reads: list[tuple[float, bytes]]) -> None:
+    """Fill ``rec`` from the raw reads of one SSE response (sets ``error`` when it is bad)."""
+    ends: list[int] = []
+    parts: list[bytes] = []
+    total = 0
+    for _, chunk in reads:
+        if b"\r" in chunk:
+            chunk = chunk.replace(b"\r\n", b"\n")
+        parts.append(chunk)
+        total += len(chunk)
+        ends.append(total)
+    buf = b"".join(parts)
+    times = [t for t, _ in reads]
+    texts: list[str] = []
+    lengths: list[int] = []
+    done = False
+    usage_tokens: int | None = None
+    pos = 0
+    while True:
+        stop = buf.find(b"\n\n", pos)
+        if stop < 0:
+            block = buf[pos:].strip()
+            if not block:
+                break
+            stop = len(buf) - 2  # a last event without its blank line
+        block = buf[pos:stop]
+        pos = stop + 2
+        # the read that brought the event's last byte is when the client could see it
+        t = times[min(bisect_left(ends, stop + 2), len(times) - 1)]
+        for line in block.split(b"\n"):
+            if not line.startswith(b"data:"):
+                continue  # comments (keep-alives), event:, id:
+            payload = line[5:].strip()
+            if payload == b"[DONE]":
+                done = True
+                continue
+            try:
+                obj = orjson.loads(payload)
+            except orjson.JSONDecodeError:
+                rec.error = rec.error or "bad_event"
+                continue
+            if not isinstance(obj, dict):
+                continue
+            if obj.get("error"):
+                rec.error = rec.error or "stream_error"
+                continue
+            stamp = obj.get("t_send")
+            if isinstance(stamp, float):
+                rec.client_lag.append(t - stamp)
+            text = ""
+            for choice in obj.get("choices") or ():
+                text += _text_of(choice)
+                reason = choice.get("finish_reason")
+                if reason:
+                    rec.finish_reason = reason
+                    done = True
+            if text:
+                rec.event_times.append(t)
+                texts.append(text)
+                lengths.append(len(text))
+            usage = obj.get("usage")
+            if isinstance(usage, dict):
+                if isinstance(usage.get("completion_tokens"), int):
+                    usage_tokens = usage["completion_tokens"]
+                if isinstance(usage.get("prompt_tokens"), int):
+                    rec.prompt_tokens = usage["prompt_tokens"]
+        if pos >= len(buf):
+            break
+    rec.text = "".join(texts)
+    rec.usage_reported = usage_tokens is not None
+    rec.output_tokens = usage_tokens if usage_tokens is not None else len(texts)
+    rec.event_tokens = _spread(rec.output_tokens, lengths)
+    if rec.error is None:
+        if not done:
+            rec.error = "incomplete"
+        elif not rec.event_times:
+            rec.error = "no_tokens"
+
+
+class ParseQueue:
+    """Parses finished streams one at a time, yielding to the loop between them.
+
+    In a closed loop many streams often end together; parsing them all at once would
+    block the loop for as long, and every event arriving meanwhile would be stamped late.
+    Queued records are parsed between other callbacks; :meth:`close` parses what is left.
+    """
+
+    def __init__(self) -> None:
+        self._pending: deque[tuple[RequestRecord, list[tuple[float, bytes]]]] = deque()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def submit(self, rec: RequestRecord, reads: list[tuple[float, bytes]]) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        self._pending.append((rec, reads))
+        self._wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._pending:
+                parse_stream(*self._pending.popleft())
+                await asyncio.sleep(0)
+
+    async def close(self) -> None:
+        """Stop the background parser and parse every record still queued."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        while self._pending:
+            parse_stream(*self._pending.popleft())

@@ -1,0 +1,144 @@
+"""Run a whole benchmark: prepare prompts, then every level and repeat, then the report.
+
+``run_benchmark`` is a coroutine for callers that own an event loop; ``run_benchmark_sync``
+runs it on uvloop. With ``cfg.processes > 1`` each measured window is split over that many
+client processes (started once per benchmark, see :mod:`bringup.bench.workers`) that
+start together at an absolute time, so the load generator can use more than one core; their
+records are merged before any figure is computed.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+from bringup.bench.client import endpoint_url, make_session, request_body
+from bringup.bench.config import BenchConfig
+from bringup.bench.load import LevelRun, arrival_offsets, warm_up
+from bringup.bench.metrics import WindowFigures, window_figures
+from bringup.bench.prompts import prepare
+from bringup.bench.records import now
+from bringup.bench.sentinels import SentinelsUnderLoad, answer_all
+from bringup.bench.report import BenchReport, LevelResult, level_result
+from bringup.bench.workers import ClientProcesses, Window, drive, run_on_fast_loop
+
+_POOL_CAP = 1024  # distinct prompts kept; duration-bounded levels cycle through them
+
+
+class _Prompts:
+    """Encoded bodies handed out in order, so no two windows reuse a prompt until it wraps."""
+
+    def __init__(self, bodies: list[bytes]) -> None:
+        self.bodies = bodies
+        self.next = 0
+
+    def take(self, n: int | None) -> list[bytes]:
+        size = len(self.bodies)
+        start = self.next % size
+        rotated = self.bodies[start:] + self.bodies[:start]
+        if n is None:
+            self.next += size // 2
+            return rotated
+        self.next += n
+        return (rotated * (n // size + 1))[:n]
+
+
+def _pool_size(cfg: BenchConfig) -> int:
+    levels = len(cfg.concurrency) + len(cfg.request_rate)
+    if cfg.duration_s is not None:
+        return _POOL_CAP
+    return min(_POOL_CAP, levels * cfg.repeats * (cfg.requests + cfg.warmup))
+
+
+async def run_benchmark(base_url: str, cfg: BenchConfig) -> BenchReport:
+    """Benchmark the OpenAI-compatible server at ``base_url`` (e.g. ``http://127.0.0.1:8080``)."""
+    started = time.monotonic()
+    pool = await ClientProcesses(cfg.processes).start() if cfg.processes > 1 else None
+    levels: list[LevelResult] = []
+    try:
+        async with make_session(cfg, max(cfg.concurrency or [1])) as session:
+            prepared = await prepare(session, base_url, cfg, _pool_size(cfg))
+            run_cfg = BenchConfig(**{**cfg.__dict__, "model": prepared.model})
+            bodies = [
+                request_body(run_cfg, p, length_options=prepared.length_options)
+                for p in prepared.prompts
+            ]
+            prompts = _Prompts(bodies)
+            url = endpoint_url(base_url, run_cfg)
+            plan: list[tuple[Literal["concurrency", "rate"], float]] = [
+                ("concurrency", float(c)) for c in cfg.concurrency
+            ] + [("rate", r) for r in cfg.request_rate]
+            idle = await answer_all(session, base_url, run_cfg) if cfg.sentinels else []
+            for kind, value in plan:
+                windows: list[WindowFigures] = []
+                merged = LevelRun()
+                watch = SentinelsUnderLoad(session, base_url, run_cfg)
+                for rep in range(cfg.repeats):
+                    warm_c = int(value) if kind == "concurrency" else 1
+                    await warm_up(session, url, prompts.take(cfg.warmup), cfg.warmup, warm_c)
+                    if rep == 0:
+                        watch.start()
+                    run = await _measure(base_url, run_cfg, prompts, kind, value, rep, pool)
+                    windows.append(window_figures(run.records))
+                    merged.merge(run)
+                level = level_result(
+                    kind,
+                    value,
+                    windows,
+                    merged.records,
+                    asked_tokens=cfg.output_tokens,
+                    samples=cfg.sample_outputs,
+                    error_examples=merged.error_examples,
+                )
+                if cfg.sentinels:
+                    answers = await watch.stop()
+                    level.samples = [a for a in answers if a is not None]
+                    level.sentinel_prompts = list(cfg.sentinels[: len(answers)])
+                    level.sentinel_answers = answers
+                    level.idle_answers = idle[: len(answers)]
+                levels.append(level)
+    finally:
+        if pool is not None:
+            await pool.close()
+    notes = []
+    if cfg.ignore_eos and not prepared.length_options:
+        notes.append("the server refused ignore_eos/min_tokens; outputs may end early at EOS")
+    if not prepared.tokenizer:
+        notes.append("no server tokenizer; prompt lengths are approximate (word-based)")
+    return BenchReport(
+        levels=levels,
+        config=cfg.public() | {"model": prepared.model},
+        model=prepared.model,
+        tokenizer=prepared.tokenizer,
+        length_options=prepared.length_options,
+        notes=notes,
+        wall_s=time.monotonic() - started,
+    )
+
+
+async def _measure(
+    base_url: str,
+    cfg: BenchConfig,
+    prompts: _Prompts,
+    kind: Literal["concurrency", "rate"],
+    value: float,
+    repeat: int,
+    pool: ClientProcesses | None,
+) -> LevelRun:
+    offsets = None
+    if kind == "rate":
+        bounded = cfg.requests if cfg.duration_s is None else None
+        seed = cfg.seed * 1_000_003 + repeat * 7919 + int(value * 1000)
+        offsets = arrival_offsets(
+            value, cfg.arrival, count=bounded, duration_s=cfg.duration_s, seed=seed
+        )
+        bodies = prompts.take(len(offsets))
+    else:
+        bodies = prompts.take(cfg.requests if cfg.duration_s is None else None)
+    win = Window(base_url, cfg, bodies, kind, value, now(), offsets)
+    return await (pool.run(win) if pool is not None else drive(win))
+
+
+def run_benchmark_sync(base_url: str, cfg: BenchConfig) -> BenchReport:
+    """``run_benchmark`` on a fresh uvloop event loop (for scripts and the CLI)."""
+    return run_on_fast_loop(run_benchmark(base_url, cfg))

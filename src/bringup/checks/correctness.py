@@ -1,0 +1,193 @@
+"""The ``correct`` stage and the under-load re-check.
+
+``run_correctness(client, spec)`` asks every known answer greedily, plus a few longer free
+generations for the garbage detectors, and returns a :class:`CheckReport`: each result
+with prompt, output, expectation and pass/fail; ``passed``; a ``category``
+(``garbage_output`` before ``wrong_answer``, since garbage explains wrong answers;
+``runtime_crash`` when the server stopped answering) and evidence lines that quote the
+output and name the detector. ``check_under_load(levels)`` runs the detectors over the
+benchmark's sampled outputs per concurrency level and names the level where garbage or
+request errors began. Results are data; nothing here raises for a bad server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from bringup.checks.garbage import GarbageFinding, detect_first_token_stops, detect_garbage, quote
+from bringup.checks.known_answers import KnownAnswer, accuracy_prompts_for, suite_for
+from bringup.client import OpenAIClient, RequestError
+from bringup.spec import Spec
+from bringup.verdict import Category
+
+FREE_TEXT_PROMPTS = 1  # longer generations that give the detectors something to read
+FREE_TEXT_TOKENS = 32
+
+
+@dataclass
+class CheckResult:
+    """One prompt's outcome: what was asked, what came back, what was expected."""
+
+    name: str
+    prompt: str
+    output: str
+    expectation: str | None
+    passed: bool
+    detector: str | None = None  # the garbage detector that fired, if any
+    error: str | None = None  # the request failed: the server's answer or the exception
+    completion_tokens: int = 0
+    finish_reason: str | None = None
+    elapsed_s: float = 0.0
+
+
+@dataclass
+class CheckReport:
+    passed: bool
+    category: Category | None = None
+    evidence: list[str] = field(default_factory=list)
+    results: list[CheckResult] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "category": self.category.value if self.category else None,
+            "evidence": list(self.evidence),
+            "results": [asdict(r) for r in self.results],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CheckReport:
+        cat = d.get("category")
+        return cls(
+            passed=bool(d["passed"]),
+            category=Category(cat) if cat else None,
+            evidence=list(d.get("evidence", [])),
+            results=[CheckResult(**r) for r in d.get("results", [])],
+        )
+
+
+async def _ask(
+    client: OpenAIClient, name: str, prompt: str, max_tokens: int, ka: KnownAnswer | None
+) -> tuple[CheckResult, GarbageFinding | None]:
+    stop = list(ka.stop) if ka else None
+    try:
+        c = await client.complete(
+            prompt, max_tokens=max_tokens, temperature=0.0, logprobs=1, stop=stop
+        )
+    except RequestError as exc:
+        res = CheckResult(name, prompt, "", ka.expectation() if ka else None, False, error=str(exc))
+        return res, None
+    finding = detect_garbage(c.text, c.tokens or None)
+    ok = finding is None and (ka is None or ka.judge(c.text))
+    res = CheckResult(
+        name=name,
+        prompt=prompt,
+        output=c.text,
+        expectation=ka.expectation() if ka else None,
+        passed=ok,
+        detector=finding.detector if finding else None,
+        completion_tokens=c.completion_tokens,
+        finish_reason=c.finish_reason,
+        elapsed_s=round(c.elapsed_s, 4),
+    )
+    return res, finding
+
+
+async def run_correctness(client: OpenAIClient, spec: Spec) -> CheckReport:
+    """Known answers and garbage detectors at temperature 0 against a running server."""
+    results: list[CheckResult] = []
+    garbage: list[str] = []
+    for ka in suite_for(spec):
+        res, finding = await _ask(client, ka.name, ka.prompt, ka.max_tokens, ka)
+        results.append(res)
+        if finding:
+            garbage.append(f"{ka.name}: {finding.evidence()}")
+    for i, prompt in enumerate(accuracy_prompts_for(spec)[:FREE_TEXT_PROMPTS]):
+        res, finding = await _ask(client, f"free-text-{i + 1}", prompt, FREE_TEXT_TOKENS, None)
+        results.append(res)
+        if finding:
+            garbage.append(f"{res.name}: {finding.evidence()}")
+    return judge_results(results, garbage)
+
+
+def judge_results(results: list[CheckResult], garbage: list[str]) -> CheckReport:
+    """Turn per-prompt results into one verdict (exposed for the fake-server tests)."""
+    answered = [r for r in results if r.error is None]
+    stops = detect_first_token_stops(
+        [(r.output, r.completion_tokens, r.finish_reason) for r in answered]
+    )
+    if stops and len(answered) == len(results):
+        garbage.insert(0, stops.evidence())
+    errors = [f"{r.name}: {r.error}" for r in results if r.error]
+    if garbage:
+        return CheckReport(False, Category.GARBAGE_OUTPUT, garbage + errors, results)
+    if errors:
+        return CheckReport(False, Category.RUNTIME_CRASH, errors, results)
+    wrong = [
+        f"{r.name}: expected {r.expectation}, got {quote(r.output)} "
+        f"for prompt {quote(r.prompt, 60)}"
+        for r in results
+        if not r.passed
+    ]
+    if wrong:
+        return CheckReport(False, Category.WRONG_ANSWER, wrong, results)
+    return CheckReport(True, None, [], results)
+
+
+class LoadLevel(Protocol):
+    """What the benchmark hands back per concurrency level (a subset of its LevelResult)."""
+
+    @property
+    def value(self) -> float: ...  # the concurrency (or request rate) of this level
+
+    @property
+    def samples(self) -> list[str]: ...  # sampled generated texts
+
+    @property
+    def errors(self) -> dict[str, int]: ...  # error kind -> count
+
+
+def _fmt(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else f"{v:g}"
+
+
+def check_under_load(levels: Iterable[LoadLevel]) -> CheckReport:
+    """Detectors over each level's samples, lowest level first; fail where trouble began."""
+    results: list[CheckResult] = []
+    for level in sorted(levels, key=lambda lv: lv.value):
+        at = _fmt(level.value)
+        findings: list[str] = []
+        # with idle answers to the same prompts, blame load only for what idle did not show
+        idle: list[str | None] = list(getattr(level, "idle_answers", None) or [])
+        for i, text in enumerate(level.samples):
+            finding = detect_garbage(text)
+            if finding and i < len(idle) and idle[i] is not None:
+                at_idle = detect_garbage(idle[i] or "")
+                if at_idle is not None and at_idle.detector == finding.detector:
+                    finding = None
+            results.append(
+                CheckResult(
+                    name=f"load-{at}-{i + 1}",
+                    prompt="",
+                    output=text,
+                    expectation=None,
+                    passed=finding is None,
+                    detector=finding.detector if finding else None,
+                )
+            )
+            if finding:
+                findings.append(f"at concurrency {at}, sample {i + 1}: {finding.evidence()}")
+        n_err = sum(level.errors.values())
+        if findings:
+            return CheckReport(False, Category.GARBAGE_OUTPUT, findings + _errors(level), results)
+        if n_err:
+            return CheckReport(False, Category.ERRORS_UNDER_LOAD, _errors(level), results)
+    return CheckReport(True, None, [], results)
+
+
+def _errors(level: LoadLevel) -> list[str]:
+    at = _fmt(level.value)
+    items: Sequence[tuple[str, int]] = sorted(level.errors.items(), key=lambda kv: -kv[1])
+    return [f"at concurrency {at}: {n} request errors of kind {kind}" for kind, n in items if n]

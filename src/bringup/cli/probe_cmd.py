@@ -1,0 +1,51 @@
+"""``bringup probe URL``: is this running server answering right? Exit 0 yes, 1 no."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+
+import click
+
+from bringup.checks.probe import run_probe
+
+
+@click.command("probe")
+@click.argument("url")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    default=10.0,
+    show_default=True,
+    type=float,
+    help="Seconds for the whole probe (health, one generation, detectors).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
+@click.option(
+    "--api-key-env",
+    default=None,
+    metavar="NAME",
+    help="Environment variable holding the server's API key (never printed).",
+)
+@click.option("--health-path", default="/health", show_default=True, help="Health endpoint.")
+@click.option("--model", default=None, help="Model name to send (servers with several).")
+def probe(
+    url: str,
+    timeout_s: float,
+    as_json: bool,
+    api_key_env: str | None,
+    health_path: str,
+    model: str | None,
+) -> None:
+    """Health, one short known answer and the garbage detectors against URL."""
+    api_key = os.environ.get(api_key_env) if api_key_env else None
+    if api_key_env and not api_key:
+        click.echo(f"bringup: environment variable {api_key_env} is not set.", err=True)
+        sys.exit(2)
+    result = asyncio.run(
+        run_probe(url, timeout_s=timeout_s, api_key=api_key, health_path=health_path, model=model)
+    )
+    click.echo(json.dumps(result.to_dict(), indent=2) if as_json else result.verdict)
+    sys.exit(0 if result.passed else 1)

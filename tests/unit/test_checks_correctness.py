@@ -1,0 +1,230 @@
+"""run_correctness, check_under_load, the suite loader and the probe, on a fake server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from click.testing import CliRunner
+
+from bringup.checks import CheckReport, check_under_load, run_correctness, suite_for
+from bringup.checks.known_answers import KnownAnswer, builtin_suite
+from bringup.checks.probe import run_probe
+from bringup.client import OpenAIClient
+from bringup.errors import SpecError
+from bringup.spec import Spec, parse_spec
+from bringup.verdict import Category
+
+EXTRA = """
+[engine]
+name = "llama.cpp"
+[model]
+path = "m.gguf"
+[checks]
+known_answers = false
+extra = [
+  {name = "add", prompt = "2 + 2 =", numeric = 4, max_tokens = 3},
+  {name = "capital", prompt = "The capital of France is", regex = "^\\\\s*Paris", max_tokens = 4},
+]
+"""
+
+GOOD = {
+    "2 + 2 =": " 4\n",
+    "The capital of France is": " Paris, the city",
+    "The Eiffel Tower is located in the city of": " Paris,",
+}
+PROSE = " a process that turns light into chemical energy stored in sugar molecules."
+
+
+@dataclass
+class Fake:
+    url: str = ""
+    answer: Callable[[str], tuple[str, int, str]] = lambda p: (GOOD.get(p, PROSE), 5, "length")
+    status: int = 200
+    health_status: int = 200
+    prompts: list[str] = field(default_factory=list)
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[Fake]:
+    state = Fake()
+
+    async def completions(request: web.Request) -> web.Response:
+        body = await request.json()
+        state.prompts.append(body["prompt"])
+        if state.status != 200:
+            return web.json_response({"error": {"message": "CUDA error"}}, status=state.status)
+        text, n, reason = state.answer(body["prompt"])
+        return web.json_response(
+            {
+                "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": reason}],
+                "usage": {"completion_tokens": n},
+            }
+        )
+
+    async def health(request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"}, status=state.health_status)
+
+    app = web.Application()
+    app.router.add_post("/v1/completions", completions)
+    app.router.add_get("/health", health)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    state.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    yield state
+    await runner.cleanup()
+
+
+@pytest.fixture
+def spec() -> Spec:
+    return parse_spec(EXTRA)
+
+
+async def test_all_known_answers_pass(fake: Fake, spec: Spec) -> None:
+    async with OpenAIClient(fake.url) as c:
+        report = await run_correctness(c, spec)
+    assert report.passed and report.category is None
+    names = [r.name for r in report.results]
+    assert names[:2] == ["add", "capital"] and any(n.startswith("free-text") for n in names)
+    stored = report.to_dict()
+    assert stored["results"][0]["prompt"] == "2 + 2 =" and stored["results"][0]["output"] == " 4\n"
+    assert stored["results"][0]["expectation"] == "numeric 4.0" and stored["results"][0]["passed"]
+    assert CheckReport.from_dict(json.loads(json.dumps(stored))).results == report.results
+
+
+async def test_wrong_answer_quotes_output(fake: Fake, spec: Spec) -> None:
+    fake.answer = lambda p: (" 5\n" if p == "2 + 2 =" else GOOD.get(p, PROSE), 2, "length")
+    async with OpenAIClient(fake.url) as c:
+        report = await run_correctness(c, spec)
+    assert not report.passed and report.category is Category.WRONG_ANSWER
+    assert (
+        len(report.evidence) == 1
+        and "' 5\\n'" in report.evidence[0]
+        and "add" in report.evidence[0]
+    )
+
+
+async def test_exclamation_garbage_beats_wrong_answer(fake: Fake, spec: Spec) -> None:
+    fake.answer = lambda p: ("!" * 40, 40, "length")
+    async with OpenAIClient(fake.url) as c:
+        report = await run_correctness(c, spec)
+    assert report.category is Category.GARBAGE_OUTPUT
+    assert "repeated_token" in report.evidence[0] and "!!!!" in report.evidence[0]
+    assert all(r.detector == "repeated_token" for r in report.results)
+
+
+async def test_every_prompt_ending_at_first_token(fake: Fake, spec: Spec) -> None:
+    fake.answer = lambda p: (".", 1, "stop")
+    async with OpenAIClient(fake.url) as c:
+        report = await run_correctness(c, spec)
+    assert report.category is Category.GARBAGE_OUTPUT
+    assert report.evidence[0].startswith("first_token_stop")
+
+
+async def test_server_errors_are_runtime_crash(fake: Fake, spec: Spec) -> None:
+    fake.status = 500
+    async with OpenAIClient(fake.url) as c:
+        report = await run_correctness(c, spec)
+    assert report.category is Category.RUNTIME_CRASH and "CUDA error" in report.evidence[0]
+
+
+@dataclass
+class Level:
+    value: float
+    samples: list[str]
+    errors: dict[str, int] = field(default_factory=dict)
+
+
+def test_under_load_names_the_concurrency_where_garbage_began() -> None:
+    levels = [
+        Level(8, ["!!!!!!!!!!!!!!!!!!!!!!", PROSE], {"timeout": 2}),
+        Level(1, [PROSE, PROSE]),
+        Level(4, [PROSE, "<pad><pad><pad><pad>"]),
+    ]
+    report = check_under_load(levels)
+    assert report.category is Category.GARBAGE_OUTPUT
+    assert report.evidence[0].startswith("at concurrency 4, sample 2: special_tokens")
+
+
+def test_under_load_errors() -> None:
+    report = check_under_load(
+        [Level(1, [PROSE]), Level(16, [PROSE], {"http_503": 3, "timeout": 0})]
+    )
+    assert report.category is Category.ERRORS_UNDER_LOAD
+    assert report.evidence == ["at concurrency 16: 3 request errors of kind http_503"]
+    assert check_under_load([Level(1, [PROSE]), Level(2, [PROSE])]).passed
+
+
+def test_builtin_suite_is_small_and_short() -> None:
+    answers, prompts = builtin_suite()
+    assert 6 <= len(answers) <= 10
+    assert all(a.max_tokens <= 8 for a in answers)
+    assert len(prompts) >= 16
+
+
+def test_suite_file_and_extras(tmp_path: Path) -> None:
+    suite = tmp_path / "mine.toml"
+    suite.write_text('[[known_answer]]\nprompt = "1 + 1 ="\nnumeric = 2\n', encoding="utf-8")
+    spec = parse_spec(EXTRA.replace("[checks]", f'[checks]\nsuite_file = "{suite}"'))
+    answers = suite_for(spec)
+    assert [a.prompt for a in answers] == ["1 + 1 =", "2 + 2 =", "The capital of France is"]
+    assert answers[0].judge(" 2, and") and not answers[0].judge(" 3")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"prompt": "x"},
+        {"prompt": "x", "numeric": "four"},
+        {"prompt": "x", "regex": "("},
+        {"prompt": "", "exact": "y"},
+        {"prompt": "x", "exact": "y", "regex": "y"},
+    ],
+)
+def test_bad_known_answer_names_the_problem(bad: dict[str, Any]) -> None:
+    with pytest.raises(SpecError):
+        KnownAnswer.from_dict(bad)
+
+
+def test_judge_kinds() -> None:
+    mk = KnownAnswer.from_dict
+    assert mk({"prompt": "p", "exact": "Paris"}).judge(" Paris\nand more")
+    assert not mk({"prompt": "p", "exact": "Paris"}).judge(" Paris is")
+    assert mk({"prompt": "p", "prefix": "Par"}).judge("  Paris")
+    assert mk({"prompt": "p", "contains": "42"}).judge("it is 42.")
+    assert mk({"prompt": "p", "numeric": 1000}).judge(" 1,000 people")
+    assert not mk({"prompt": "p", "numeric": 4}).judge(" four")
+
+
+async def test_probe_passes_and_fails(fake: Fake) -> None:
+    ok = await run_probe(fake.url, timeout_s=5)
+    assert ok.passed and ok.verdict.startswith("ok:") and ok.health_status == 200
+    fake.answer = lambda p: ("\x00\x01\x02\x03\x04", 5, "length")
+    bad = await run_probe(fake.url, timeout_s=5)
+    assert not bad.passed and bad.detector == "nonprintable" and "nonprintable" in bad.verdict
+    fake.health_status = 503
+    down = await run_probe(fake.url, timeout_s=5)
+    assert not down.passed and "503" in down.verdict and "answer" not in down.steps
+
+
+async def test_probe_of_nothing_fails_fast() -> None:
+    res = await run_probe("http://127.0.0.1:9", timeout_s=2)
+    assert not res.passed and res.health_status == 0 and res.elapsed_s < 2.5
+
+
+def test_probe_command_exit_codes(fake: Fake) -> None:
+    from bringup.cli.probe_cmd import probe
+
+    # CliRunner runs its own event loop; the fake server lives on the test's loop, so
+    # only the no-server path is exercised here; the served path is in the integration test.
+    result = CliRunner().invoke(probe, ["http://127.0.0.1:9", "--timeout", "2"])
+    assert result.exit_code == 1 and result.output.startswith("fail:")
+    result = CliRunner().invoke(probe, ["http://127.0.0.1:9", "--json", "--api-key-env", "NOPE_X"])
+    assert result.exit_code == 2

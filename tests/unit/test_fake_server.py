@@ -1,0 +1,129 @@
+"""The fake OpenAI-compatible server: stream shape, stamps, usage modes, tokenizer, stats."""
+
+from __future__ import annotations
+
+import time
+
+import aiohttp
+import orjson
+import pytest
+
+from bringup.testing.fakeserver import (
+    FakeServer,
+    FakeServerConfig,
+    FakeServerProcess,
+    expected_events,
+)
+
+
+async def _stream(url: str, body: dict[str, object]) -> list[dict[str, object]]:
+    events: list[dict[str, object]] = []
+    async with aiohttp.ClientSession() as s, s.post(url, json=body) as resp:
+        assert resp.status == 200
+        assert resp.headers["Content-Type"] == "text/event-stream"
+        raw = await resp.read()
+    for block in raw.split(b"\n\n"):
+        if block.startswith(b"data: "):
+            payload = block[6:]
+            events.append({"done": True} if payload == b"[DONE]" else orjson.loads(payload))
+    return events
+
+
+async def test_completion_stream_has_stamped_events_usage_and_done() -> None:
+    async with FakeServer(FakeServerConfig(event_rate=500, tokens_per_event=3)) as srv:
+        before = time.monotonic()
+        events = await _stream(
+            f"{srv.url}/v1/completions", {"prompt": "x", "max_tokens": 10, "stream": True}
+        )
+        after = time.monotonic()
+    assert events[-1] == {"done": True}
+    content = events[:-1]
+    assert len(content) == expected_events(10, 3) == 4
+    stamps = [e["t_send"] for e in content]
+    assert all(isinstance(t, float) and before <= t <= after for t in stamps)
+    assert stamps == sorted(stamps)
+    # llama-server style: usage on the finishing chunk
+    assert content[-1]["usage"]["completion_tokens"] == 10  # type: ignore[index]
+    assert content[-1]["choices"][0]["finish_reason"] == "length"  # type: ignore[index]
+    text = "".join(e["choices"][0]["text"] for e in content)  # type: ignore[index]
+    assert len(text.split()) == 10
+
+
+async def test_openai_usage_mode_sends_usage_only_when_asked_in_a_separate_chunk() -> None:
+    cfg = FakeServerConfig(event_rate=1000, usage="include_usage")
+    async with FakeServer(cfg) as srv:
+        url = f"{srv.url}/v1/chat/completions"
+        msgs = [{"role": "user", "content": "hi"}]
+        plain = await _stream(url, {"messages": msgs, "max_tokens": 3, "stream": True})
+        asked = await _stream(
+            url,
+            {
+                "messages": msgs,
+                "max_tokens": 3,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            },
+        )
+    assert not any("usage" in e for e in plain)
+    assert asked[-2]["choices"] == [] and asked[-2]["usage"]["completion_tokens"] == 3  # type: ignore[index]
+    assert asked[0]["choices"][0]["delta"]["content"].strip()  # type: ignore[index]
+
+
+async def test_eos_stops_early_unless_ignore_eos_and_rejects_named_fields() -> None:
+    async with FakeServer(
+        FakeServerConfig(event_rate=1000, eos_after=2, reject_fields=["bogus"])
+    ) as srv:
+        url = f"{srv.url}/v1/completions"
+        short = await _stream(url, {"prompt": "x", "max_tokens": 5, "stream": True})
+        full = await _stream(
+            url, {"prompt": "x", "max_tokens": 5, "stream": True, "ignore_eos": True}
+        )
+        async with (
+            aiohttp.ClientSession() as s,
+            s.post(url, json={"prompt": "x", "bogus": 1}) as resp,
+        ):
+            assert resp.status == 400
+    assert short[-2]["usage"]["completion_tokens"] == 2  # type: ignore[index]
+    assert full[-2]["usage"]["completion_tokens"] == 5  # type: ignore[index]
+
+
+async def test_tokenizer_round_trip_models_and_stats() -> None:
+    async with FakeServer() as srv, aiohttp.ClientSession() as s:
+        async with s.post(f"{srv.url}/tokenize", json={"content": "a b a c"}) as r:
+            tokens = (await r.json())["tokens"]
+        assert tokens[0] == tokens[2] and len(tokens) == 4
+        async with s.post(f"{srv.url}/detokenize", json={"tokens": tokens}) as r:
+            assert (await r.json())["content"] == "a b a c"
+        async with s.get(f"{srv.url}/v1/models") as r:
+            assert (await r.json())["data"][0]["id"] == "fake-model"
+        async with s.get(f"{srv.url}/nope") as r:
+            assert r.status == 404
+        await _stream(f"{srv.url}/v1/completions", {"prompt": "x", "max_tokens": 4, "stream": True})
+        async with s.get(f"{srv.url}/stats") as r:
+            stats = await r.json()
+        assert stats["events"] == 4 and stats["requests"] == 1 and stats["active"] == 0
+
+
+async def test_keep_alive_serves_several_requests_on_one_connection() -> None:
+    async with FakeServer(FakeServerConfig(event_rate=2000)) as srv:
+        conn = aiohttp.TCPConnector(limit=1)
+        async with aiohttp.ClientSession(connector=conn) as s:
+            for _ in range(3):
+                async with s.post(
+                    f"{srv.url}/v1/completions",
+                    json={"prompt": "x", "max_tokens": 2, "stream": True},
+                ) as r:
+                    assert (await r.read()).endswith(b"data: [DONE]\n\n")
+        assert srv.stats.requests == 3
+
+
+def test_process_runner_starts_serves_and_stops() -> None:
+    with FakeServerProcess(FakeServerConfig(event_rate=100)) as fake:
+        assert fake.port > 0
+        assert fake.stats()["events"] == 0
+        pid = fake.pid
+    assert fake.proc is not None and fake.proc.returncode is not None
+    with pytest.raises(ProcessLookupError):
+        import os
+
+        os.kill(pid, 0)
