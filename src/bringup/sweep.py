@@ -39,6 +39,7 @@ class SweepEvent:
     message: str
     elapsed_s: float
     reused: bool = False
+    exact_total: bool = True  # False when the planner may stop or prune before the bound
 
 
 @dataclass
@@ -125,6 +126,8 @@ async def run_sweep(
         stored = store.reference(prep.fingerprint_key, ref_key)
         reference = ReferenceAnswers.from_dict(stored) if stored else None
 
+    exact = planner.name == "grid" and not spec.plan.max_wall_s
+
     async def execute(planned: PlannedTrial, index: int) -> TrialResult:
         nonlocal reference
         key = _key(prep, planned.config)
@@ -161,6 +164,7 @@ async def run_sweep(
                         "reused",
                         time.monotonic() - started,
                         True,
+                        exact,
                     )
                 )
                 return reused
@@ -184,6 +188,7 @@ async def run_sweep(
                     stage,
                     message,
                     time.monotonic() - started,
+                    exact_total=exact,
                 )
             )
 
@@ -202,7 +207,8 @@ async def run_sweep(
         except asyncio.CancelledError:
             store.mark_interrupted(run_id)
             raise
-        if trial.answers is not None and is_reference and trial.result.passed:
+        # answers exist only when the reference passed its correctness stage
+        if trial.answers is not None and is_reference:
             reference = trial.answers
             store.save_reference(prep.fingerprint_key, ref_key, trial.answers.to_dict())
         return trial.result
@@ -218,9 +224,9 @@ async def run_sweep(
             and reference is None
             and planned.config != ref_config
         ):
-            ref_result = await execute(PlannedTrial(ref_config, purpose="reference"), 0)
+            ref_result = await execute(PlannedTrial(ref_config, purpose="reference"), 1)
             results.append(ref_result)
-        index = 0
+        index = len(results)
         while planned is not None:
             if max_trials and index >= max_trials:
                 planner.notes.append(f"stopped after {max_trials} trials (plan.max_trials)")

@@ -228,6 +228,10 @@ async def _checks_and_bench(
             result.fail(Stage.CORRECT, report.category, report.evidence)
             return
 
+        if spec.checks.accuracy and ctx.reference is None and not ctx.collect_reference:
+            result.checks["accuracy"] = {
+                "skipped": "the reference configuration gave no answers to compare against"
+            }
         if spec.checks.accuracy and (ctx.reference is not None or ctx.collect_reference):
             t0 = _enter(ctx, result, Stage.ACCURATE, "differential check against the reference")
             candidate_of = None if ctx.collect_reference else ctx.reference

@@ -27,8 +27,8 @@ from bringup.deploy import (
     start_budget,
     write_deployment,
 )
-from bringup.secrets import split_argv
 from bringup.errors import BringupError
+from bringup.secrets import split_argv
 from bringup.store import Store
 from bringup.verdict import Category, Stage, Status, TrialResult
 

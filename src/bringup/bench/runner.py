@@ -18,8 +18,8 @@ from bringup.bench.load import LevelRun, arrival_offsets, warm_up
 from bringup.bench.metrics import WindowFigures, window_figures
 from bringup.bench.prompts import prepare
 from bringup.bench.records import now
-from bringup.bench.sentinels import SentinelsUnderLoad, answer_all
 from bringup.bench.report import BenchReport, LevelResult, level_result
+from bringup.bench.sentinels import SentinelsUnderLoad, answer_all
 from bringup.bench.workers import ClientProcesses, Window, drive, run_on_fast_loop
 
 _POOL_CAP = 1024  # distinct prompts kept; duration-bounded levels cycle through them

@@ -38,7 +38,8 @@ class ProgressLine:
         if e is not None and e.message not in ("done", "reused"):
             lines.append(
                 Text.from_markup(
-                    f"[bold cyan]trial {e.index} of {e.planned_total}[/] "
+                    f"[bold cyan]trial {e.index} of {'' if e.exact_total else '≤'}"
+                    f"{e.planned_total}[/] "
                     f"[magenta]{e.stage.value}[/] {_flags(e.trial.flags, self.spec)} "
                     f"[dim]{e.message}[/]  elapsed {elapsed:5.1f}s"
                 )

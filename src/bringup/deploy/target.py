@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bringup.secrets import SecretRef, is_secret_name, split_argv
 from bringup.errors import BringupError
+from bringup.secrets import SecretRef, is_secret_name, split_argv
 from bringup.store import Store
 
 MIN_START_BUDGET_S = 120

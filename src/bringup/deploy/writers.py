@@ -23,9 +23,9 @@ from typing import Any, Literal
 import jinja2
 
 from bringup import __version__
-from bringup.secrets import SecretRef
 from bringup.deploy.target import ANY_ADDRESS, Deployment
 from bringup.errors import BringupError
+from bringup.secrets import SecretRef
 
 Target = Literal["script", "systemd", "k8s", "compose"]
 TARGETS: tuple[Target, ...] = ("script", "systemd", "k8s", "compose")

@@ -14,8 +14,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from bringup.secrets import redact_argv, redact_env, redact_text, secret_values
 from bringup.errors import BringupError
+from bringup.secrets import redact_argv, redact_env, redact_text, secret_values
 from bringup.store import Store
 
 LEVEL_KEY = re.compile(r"^c(\d+)\.(.+)$")
