@@ -94,6 +94,67 @@ def _planned_total(spec: Spec, planner: SweepPlanner, max_trials: int | None) ->
     return max(1, min(total, limit) if limit else total)
 
 
+@dataclass
+class RunRecorder:
+    """One run's row and folder, and the store writes its trials make as they progress."""
+
+    prep: PreparedSpec
+    store: Store
+    run_id: str
+    run_dir: Path
+    started: float
+
+    @classmethod
+    def open(cls, prep: PreparedSpec, store: Store, options: SweepOptions) -> RunRecorder:
+        spec = prep.spec
+        run_id = store.create_run(
+            spec_path=spec.source,
+            spec_digest=spec.digest(),
+            spec_json=spec.public_json(),
+            engine=prep.adapter.name,
+            fingerprint=prep.fingerprint,
+            fingerprint_key=prep.fingerprint_key,
+            run_dir="",
+        )
+        run_dir = (Path(options.runs_dir) / run_id).resolve()
+        run_dir.mkdir(parents=True, exist_ok=True)
+        store.db.execute("UPDATE runs SET run_dir=? WHERE id=?", (str(run_dir), run_id))
+        return cls(prep, store, run_id, run_dir, time.monotonic())
+
+    def save(
+        self,
+        seq: int,
+        result: TrialResult,
+        key: str,
+        purpose: str,
+        reused_from: str | None = None,
+    ) -> None:
+        self.store.save_trial(
+            self.run_id,
+            seq,
+            result,
+            cfg_key=key,
+            fingerprint_key=self.prep.fingerprint_key,
+            engine=self.prep.adapter.name,
+            engine_version=self.prep.engine_version,
+            purpose=purpose,
+            reused_from=reused_from,
+        )
+
+    def event(
+        self,
+        index: int,
+        total: int,
+        result: TrialResult,
+        stage: Stage,
+        message: str,
+        exact: bool,
+        reused: bool = False,
+    ) -> SweepEvent:
+        elapsed = time.monotonic() - self.started
+        return SweepEvent(index, total, result, stage, message, elapsed, reused, exact)
+
+
 async def run_sweep(
     prep: PreparedSpec,
     store: Store,
@@ -101,19 +162,8 @@ async def run_sweep(
     on_event: Callable[[SweepEvent], None] = lambda e: None,
 ) -> SweepOutcome:
     spec, adapter = prep.spec, prep.adapter
-    runs_root = Path(options.runs_dir)
-    run_id = store.create_run(
-        spec_path=spec.source,
-        spec_digest=spec.digest(),
-        spec_json=spec.public_json(),
-        engine=adapter.name,
-        fingerprint=prep.fingerprint,
-        fingerprint_key=prep.fingerprint_key,
-        run_dir="",
-    )
-    run_dir = (runs_root / run_id).resolve()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    store.db.execute("UPDATE runs SET run_dir=? WHERE id=?", (str(run_dir), run_id))
+    rec = RunRecorder.open(prep, store, options)
+    run_id, run_dir = rec.run_id, rec.run_dir
 
     planner = make_planner(spec, options.planner)
     max_trials = options.max_trials or spec.plan.max_trials
@@ -135,6 +185,7 @@ async def run_sweep(
         trial_id = f"{run_id}-t{seq:03d}"
         is_reference = planned.config == ref_config
         needs_ref = spec.checks.accuracy and reference is None and is_reference
+        total = _planned_total(spec, planner, max_trials)
         # repeats and full benchmarks exist to measure again; only first looks are reused
         reusable = planned.purpose in ("explore", "reference")
         if reusable and not options.rerun and not needs_ref:
@@ -144,53 +195,13 @@ async def run_sweep(
                 reused.note = (
                     f"verdict reused from {prior.trial_id} (same configuration and fingerprint)"
                 )
-                store.save_trial(
-                    run_id,
-                    seq,
-                    reused,
-                    cfg_key=key,
-                    fingerprint_key=prep.fingerprint_key,
-                    engine=adapter.name,
-                    engine_version=prep.engine_version,
-                    purpose=planned.purpose,
-                    reused_from=prior.trial_id,
-                )
-                on_event(
-                    SweepEvent(
-                        index,
-                        _planned_total(spec, planner, max_trials),
-                        reused,
-                        reused.stage,
-                        "reused",
-                        time.monotonic() - started,
-                        True,
-                        exact,
-                    )
-                )
+                rec.save(seq, reused, key, planned.purpose, reused_from=prior.trial_id)
+                on_event(rec.event(index, total, reused, reused.stage, "reused", exact, True))
                 return reused
 
         def on_stage(result: TrialResult, stage: Stage, message: str) -> None:
-            store.save_trial(
-                run_id,
-                seq,
-                result,
-                cfg_key=key,
-                fingerprint_key=prep.fingerprint_key,
-                engine=adapter.name,
-                engine_version=prep.engine_version,
-                purpose=planned.purpose,
-            )
-            on_event(
-                SweepEvent(
-                    index,
-                    _planned_total(spec, planner, max_trials),
-                    result,
-                    stage,
-                    message,
-                    time.monotonic() - started,
-                    exact_total=exact,
-                )
-            )
+            rec.save(seq, result, key, planned.purpose)
+            on_event(rec.event(index, total, result, stage, message, exact))
 
         ctx = TrialContext(
             spec,
@@ -288,33 +299,14 @@ async def launch_one(
 ) -> tuple[TrialResult, LiveServer | None]:
     """Run one trial through readiness and checks and keep the server up (``bringup launch``)."""
     spec, adapter = prep.spec, prep.adapter
-    run_id = store.create_run(
-        spec_path=spec.source,
-        spec_digest=spec.digest(),
-        spec_json=spec.public_json(),
-        engine=adapter.name,
-        fingerprint=prep.fingerprint,
-        fingerprint_key=prep.fingerprint_key,
-        run_dir="",
-    )
-    run_dir = (Path(options.runs_dir) / run_id).resolve()
-    run_dir.mkdir(parents=True, exist_ok=True)
+    rec = RunRecorder.open(prep, store, options)
+    run_id, run_dir = rec.run_id, rec.run_dir
     full = spec.reference_config() | config
     key = _key(prep, full)
-    started = time.monotonic()
 
     def on_stage(result: TrialResult, stage: Stage, message: str) -> None:
-        store.save_trial(
-            run_id,
-            1,
-            result,
-            cfg_key=key,
-            fingerprint_key=prep.fingerprint_key,
-            engine=adapter.name,
-            engine_version=prep.engine_version,
-            purpose="launch",
-        )
-        on_event(SweepEvent(1, 1, result, stage, message, time.monotonic() - started))
+        rec.save(1, result, key, "launch")
+        on_event(rec.event(1, 1, result, stage, message, True))
 
     ctx = TrialContext(
         spec,
