@@ -190,7 +190,7 @@ async def run_trial(
 def sentinel_prompts(spec: Spec) -> tuple[str, ...]:
     """Natural prompts to answer beside the load: the known-answer prompts where enabled."""
     if spec.checks.known_answers:
-        prompts = tuple(ka.prompt for ka in suite_for(spec))[:4]
+        prompts = tuple(ka.prompt for ka in suite_for(spec))[:3]
         if prompts:
             return prompts
     return DEFAULT_SENTINELS

@@ -50,7 +50,7 @@ class BenchConfig:
     temperature: float = 0.0
     # natural prompts answered beside the load at every level (see bench.sentinels)
     sentinels: tuple[str, ...] = ()
-    sentinel_tokens: int = 12
+    sentinel_tokens: int = 8
 
     def __post_init__(self) -> None:
         if any(c < 1 for c in self.concurrency):

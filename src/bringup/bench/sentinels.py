@@ -41,12 +41,22 @@ async def _answer(
     else:
         body["prompt"] = prompt
         url = api_url(base_url, "completions")
-    try:
-        async with session.post(url, json=body, headers={"Accept": "application/json"}) as resp:
-            if resp.status != 200:
+    data: Any = None
+    # llama-server closes a kept-alive connection after a stream without saying so; a
+    # request that meets such a connection is sent once more on a fresh one
+    for attempt in range(2):
+        try:
+            async with session.post(url, json=body, headers={"Accept": "application/json"}) as resp:
+                if resp.status != 200:
+                    return None
+                data = await resp.json(content_type=None)
+                break
+        except aiohttp.ServerDisconnectedError:
+            if attempt:
                 return None
-            data = await resp.json(content_type=None)
-    except (aiohttp.ClientError, TimeoutError, ValueError):
+        except (aiohttp.ClientError, TimeoutError, ValueError):
+            return None
+    if not isinstance(data, dict):
         return None
     choice = (data.get("choices") or [{}])[0]
     text = choice.get("text")
