@@ -22,12 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from bringup.checks.accuracy import DEFAULT_MAX_LOGPROB_MAD, DEFAULT_MIN_TOKEN_AGREEMENT
-from bringup.checks.known_answers import suite_for
 from bringup.spec import Config, Spec, load_spec
 from bringup.store import Store
 from bringup.sweep import SweepOptions, SweepOutcome, prepare, run_sweep
 from bringup.testing.simengine.__main__ import parse_argv
-from bringup.testing.simengine.text import continuation
 from bringup.testing.simengine.world import World, load_world
 from bringup.verdict import Category, Stage, TrialResult
 
@@ -107,23 +105,14 @@ def world_verdict(world: World, spec: Spec, config: Config) -> Truth:
     if rule is None:
         return Truth(None, None, tput)
     if rule.kind == "drift":
-        if not _answers_survive(world, spec, rule.token_agreement):
-            # the simulated engine changes a share of every answer's tokens, known ones too
-            return Truth(Category.WRONG_ANSWER, Stage.CORRECT, tput)
+        # a drift leaves the known answers right (the simulated engine changes only the
+        # free continuation): the differential accuracy check decides
         max_mad = spec.checks.max_logprob_mad or DEFAULT_MAX_LOGPROB_MAD
         min_agree = spec.checks.min_token_agreement or DEFAULT_MIN_TOKEN_AGREEMENT
         if rule.logprob_drift <= max_mad and rule.token_agreement >= min_agree:
             return Truth(None, None, tput)  # drifts within tolerance: it works
     category = rule.category or _KIND_CATEGORY.get(rule.kind)
     return Truth(category, rule.stage or _KIND_STAGE[rule.kind], tput)
-
-
-def _answers_survive(world: World, spec: Spec, agreement: float) -> bool:
-    """Whether every known answer stays right when the engine changes ``1 - agreement``."""
-    for ka in suite_for(spec):
-        if not ka.judge("".join(continuation(ka.prompt, ka.max_tokens, world, agreement))):
-            return False
-    return True
 
 
 def fast_world(name: str, out: Path) -> tuple[World, Path, float]:
@@ -137,18 +126,9 @@ def fast_world(name: str, out: Path) -> tuple[World, Path, float]:
     return world, path, world.timing.startup_s / STARTUP_REAL_S
 
 
-# Known answers the simulated engine knows (its built-in ones): the built-in suite of
-# bringup is tuned to a real model and changes with it.
-SIM_KNOWN_ANSWERS: list[dict[str, Any]] = [
-    {"name": "capital-france", "prompt": "The capital of France is", "regex": r"^\s*Paris"},
-    {"name": "add-small", "prompt": "2 + 2 =", "numeric": 4, "max_tokens": 3},
-    {"name": "count", "prompt": "1, 2, 3, 4, 5,", "regex": r"^\s*6,\s*7", "max_tokens": 6},
-    {"name": "opposite", "prompt": "The opposite of hot is", "regex": "(?i)cold"},
-]
-
-
 def shrink(spec: Spec) -> None:
-    """A short benchmark, fewer accuracy prompts, the known answers the simulated engine knows.
+    """A short benchmark and fewer accuracy prompts; the example's own known answers (the
+    built-in suite, which the simulated engine answers like a healthy model).
 
     Every stage still runs; a healthy trial takes about a second.
     """
@@ -160,9 +140,6 @@ def shrink(spec: Spec) -> None:
     spec.bench.warmup = 1
     spec.bench.duration_s = None
     spec.bench.repeats = 1
-    spec.checks.known_answers = False
-    spec.checks.suite_file = None
-    spec.checks.extra = [dict(ka) for ka in SIM_KNOWN_ANSWERS]
     spec.checks.accuracy_prompts = 4
     spec.checks.accuracy_tokens = 16
     spec.launch.stop_grace_s = 5.0

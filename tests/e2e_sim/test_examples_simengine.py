@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from bringup.checks.known_answers import builtin_suite
 from bringup.engines.trtllm import yaml_options
 from bringup.spec import Spec
 from bringup.testing.simengine.world import load_world
@@ -40,26 +41,8 @@ CASES = {
     "command-tgi": "example_tgi_qwen3_8b",
 }
 
-# Where bringup and the world disagree today: (check, example) -> why.
-KNOWN_GAPS = {
-    ("categories", "sglang-mla-attention"): (
-        "diagnose reads flashinfer's 'Expected qk_nope_head_dim == 128, got 192' from "
-        "trtllm_mla as runtime_crash; the model's head dimension is what the backend cannot "
-        "take (model_incompatible)"
-    ),
-    ("categories", "vllm-attention-kv-seqs"): (
-        "diagnose reads vLLM's 'Selected backend ... is not valid for this configuration. "
-        "Reason: [kv_cache_dtype not supported]' as runtime_crash, not invalid_config"
-    ),
-    ("pruning", "vllm-attention-kv-seqs"): (
-        "the pruning rule blames --kv-cache-dtype=fp8 alone although the evidence names "
-        "FLASH_ATTN, the reference's backend: FLASHINFER and TRITON_ATTN with fp8 are pruned "
-        "and they work"
-    ),
-    ("winner", "vllm-attention-kv-seqs"): (
-        "the world's best configuration (FLASHINFER, fp8, 256) is among those pruned"
-    ),
-}
+# Where bringup and the world disagree today: (check, example) -> why. None at present.
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
 WINNER_SLACK = 0.9  # measured on two shared cores: configurations within 10% may swap
 
 
@@ -124,6 +107,10 @@ def test_each_trial_ends_at_the_stage_the_world_implies(
             assert r.stage is Stage.PASSED
             assert r.metrics["output_tok_s"] > 0
             assert {"ready_s", "correct_s", "benchmarked_s"} <= set(r.timings)
+            if r.note is None or not r.note.startswith("verdict reused"):
+                asked = {res["name"]: res["passed"] for res in r.checks["correctness"]["results"]}
+                assert {ka.name for ka in builtin_suite()[0]} <= set(asked), "built-in suite on"
+                assert all(asked.values()), asked
         else:
             assert r.status is Status.FAILED, r.flags
             assert r.failure is not None and r.failure.stage is truth.stage, (r.flags, r.failure)
@@ -213,9 +200,12 @@ def test_moe_backends_on_sm120(sweeps: Callable[[str], SimSweep]) -> None:
     assert fp4_trtllm.failure.category is Category.UNSUPPORTED_HARDWARE
     assert any("no kernel image" in line for line in fp4_trtllm.failure.evidence)
 
+    # the built-in known answers stay right under the drift; the differential check fails it
     fp8 = sw.trial(kv_cache_dtype="fp8_e4m3")
     assert fp8.failure is not None
-    assert fp8.failure.category in (Category.ACCURACY_REGRESSION, Category.WRONG_ANSWER)
+    assert fp8.failure.category is Category.ACCURACY_REGRESSION
+    assert fp8.failure.stage is Stage.ACCURATE
+    assert fp8.checks["correctness"]["passed"]
 
     reference = sw.trial(**_keys(sw.spec.reference_config()))
     assert reference.passed and reference.checks["accuracy"] == {"role": "reference"}
@@ -232,14 +222,13 @@ def test_moe_backends_on_sm120(sweeps: Callable[[str], SimSweep]) -> None:
 
 
 def test_moe_fp8_kv_drift_is_an_accuracy_regression(tmp_path: Path) -> None:
-    """With no known answer for the drift to change, the differential check must catch it."""
+    """The drift leaves the known answers right: the differential check must catch it."""
 
     def kv_only(spec: Spec) -> None:
         spec.launch.args += ["--moe-runner-backend", "flashinfer_cutlass"]
         spec.launch.args += ["--fp4-gemm-backend", "flashinfer_cutlass"]
         spec.space = {"--kv-cache-dtype": ["bf16", "fp8_e4m3"]}
         spec.reference = {"--kv-cache-dtype": "bf16"}
-        spec.checks.extra = []
 
     sw = sweep_example(
         "sglang-nvfp4-moe-backends", CASES["sglang-nvfp4-moe-backends"], tmp_path, kv_only
@@ -295,6 +284,8 @@ def test_mla_attention_backends(sweeps: Callable[[str], SimSweep]) -> None:
     trtllm_mla = sw.trial(attention_backend="trtllm_mla")
     assert trtllm_mla.failure is not None and trtllm_mla.failure.stage is Stage.READY
     assert any("qk_nope_head_dim" in line for line in trtllm_mla.failure.evidence)
+    assert trtllm_mla.failure.category is Category.MODEL_INCOMPATIBLE
+    assert "--attention-backend" in (trtllm_mla.failure.remedy or "")
     cutedsl = sw.trial(attention_backend="cutedsl_mla")
     assert cutedsl.failure is not None
     assert cutedsl.failure.category is Category.UNSUPPORTED_HARDWARE
@@ -346,6 +337,14 @@ def test_vllm_attention_kv_seqs(sweeps: Callable[[str], SimSweep]) -> None:
     assert rejected.failure is not None and rejected.failure.stage is Stage.READY
     assert rejected.pid is not None, "the engine core refuses it, not the CLI"
     assert any("kv_cache_dtype not supported" in line for line in rejected.failure.evidence)
+    assert rejected.failure.category is Category.INVALID_CONFIG
+    assert "another --attention-backend" in (rejected.failure.remedy or "")
+    # the refusal is of the pair: FP8 KV with the other backends is tried, not pruned
+    pairs = {
+        (p.config["--attention-backend"], p.config["--kv-cache-dtype"])
+        for p in sw.outcome.planner.pruned
+    }
+    assert pairs == {("FLASH_ATTN", "fp8")}
     for r in _launched(sw.outcome.results):
         assert r.command is not None
         assert r.command[: len(SIM) + 1] == [*SIM, "Qwen/Qwen3-8B"], "model is positional"
@@ -355,6 +354,7 @@ def test_vllm_attention_kv_seqs(sweeps: Callable[[str], SimSweep]) -> None:
     assert triton.metrics["output_tok_s"] < fi.metrics["output_tok_s"]
     winner = sw.outcome.winner
     assert winner is not None and winner.config["--max-num-seqs"] == 256
+    assert winner.config["--kv-cache-dtype"] == "fp8"
 
 
 def test_trtllm_options_reach_the_engine_through_its_yaml(

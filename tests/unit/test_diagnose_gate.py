@@ -32,6 +32,11 @@ SAMPLES = [
     "Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)",
     "Selected backend FLASHINFER is not valid for this configuration. Reason: "
     "['head_size not supported']",
+    "Expected kv_lora_rank == 512, got 256",
+    "Expected head dim 576 for query and kv_cache, got 512 and 512",
+    "Head size 80 is not supported by FlashAttention. Supported head sizes are: [64, 128]",
+    "trtllm_mha does not support kv cache dtype 'fp8_e5m2'. Supported: ['fp8_e4m3'].",
+    "Page size 8 is not supported for trtllm_mha. It should be one of [16, 32, 64].",
 ]
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bringup.plan import DefaultPlanner, GridPlanner, PlannedTrial, make_planner
+from bringup.plan.pruning import rule_from
+from bringup.plan.space import SearchSpace
 from bringup.spec import Config, Spec, parse_spec
 from bringup.verdict import Category, Stage, Status, TrialResult
 
@@ -132,6 +134,80 @@ def test_invalid_config_naming_two_flags_prunes_only_that_combination() -> None:
         p.config["--moe-runner-backend"] == "triton" and p.config["--kv-cache-dtype"] == "fp8_e4m3"
         for p in planner.pruned
     )
+
+
+VLLM_SPEC = """
+[engine]
+name = "vllm"
+[model]
+path = "m"
+[space]
+"--attention-backend" = ["FLASH_ATTN", "FLASHINFER", "TRITON_ATTN"]
+"--kv-cache-dtype" = ["auto", "fp8"]
+"--max-num-seqs" = [64, 256]
+[reference]
+"--attention-backend" = "FLASH_ATTN"
+"--kv-cache-dtype" = "auto"
+"--max-num-seqs" = 64
+"""
+
+
+def test_evidence_naming_a_reference_value_prunes_the_combination() -> None:
+    """vLLM refuses FLASH_ATTN (the reference's backend) with an FP8 KV cache; FP8 KV works
+    with the other backends, so only the pair is pruned, not every FP8 configuration."""
+    refusal = (
+        "ValueError: Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this "
+        "configuration. Reason: ['kv_cache_dtype not supported']"
+    )
+    fast = speed({"FLASHINFER": 1.05, "TRITON_ATTN": 0.8, "fp8": 1.15, 256: 1.4})
+
+    def judge(config: Config, r: TrialResult) -> None:
+        fast(config, r)
+        if config["--attention-backend"] == "FLASH_ATTN" and config["--kv-cache-dtype"] == "fp8":
+            r.fail(Stage.READY, Category.INVALID_CONFIG, [refusal])
+
+    planner = DefaultPlanner(spec=parse_spec(VLLM_SPEC))
+    seen = drive(planner, judge)
+    refused = [
+        t.config
+        for t in seen
+        if t.config["--attention-backend"] == "FLASH_ATTN" and t.config["--kv-cache-dtype"] == "fp8"
+    ]
+    assert len(refused) == 1
+    assert planner.pruned
+    for p in planner.pruned:
+        assert (p.config["--attention-backend"], p.config["--kv-cache-dtype"]) == (
+            "FLASH_ATTN",
+            "fp8",
+        ), p
+        assert "--attention-backend=FLASH_ATTN with --kv-cache-dtype=fp8" in p.reason
+    best = planner.best()
+    assert best is not None
+    assert best.config == {
+        "--attention-backend": "FLASHINFER",
+        "--kv-cache-dtype": "fp8",
+        "--max-num-seqs": 256,
+    }
+
+
+def test_a_crash_naming_only_reference_values_keeps_the_departures_in_the_culprit() -> None:
+    space = SearchSpace(parse_spec(VLLM_SPEC))
+    config: Config = {
+        "--attention-backend": "FLASH_ATTN",
+        "--kv-cache-dtype": "fp8",
+        "--max-num-seqs": 64,
+    }
+
+    def crash(line: str) -> TrialResult:
+        r = TrialResult(trial_id="t1", flags=dict(config))
+        return r.fail(Stage.READY, Category.RUNTIME_CRASH, [line])
+
+    plain = rule_from(crash("CUDA error: an illegal memory access"), config, space, [])
+    assert plain is not None and plain.combo == {"--kv-cache-dtype": "fp8"}
+    named = rule_from(crash("RuntimeError: flash_attn decode kernel failed"), config, space, [])
+    assert named is not None
+    # the reference's own backend is named: blame it together with the departure
+    assert named.combo == {"--attention-backend": "FLASH_ATTN", "--kv-cache-dtype": "fp8"}
 
 
 def test_oom_prunes_at_least_as_hungry() -> None:

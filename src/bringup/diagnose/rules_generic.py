@@ -251,6 +251,23 @@ RULES = RuleSet(
             C.MODEL_INCOMPATIBLE,
             4,
         ),
+        # --- attention kernels and the model's shape ---------------------------------------
+        # flashinfer's MLA shape checks and head-dim dispatch, vLLM's backends and paged
+        # attention, flash-attn: this kernel cannot take the model's head dimension, while
+        # another attention backend can.
+        rule(
+            r"Expected (?:qk_nope_head_dim|qk_rope_head_dim|v_head_dim|kv_lora_rank|"
+            r"head_dim\w*) == \d+, got \d+|Expected head dim \d+ for query|"
+            r"Unsupported head[_ ]?(?:dim|size)\w*(?::| ?=| \d)|"
+            r"Head size \d+ is not supported|"
+            r"head[_ ]?(?:dim|size)\w*(?: ?[=:]? ?\d+)? (?:is )?not supported|"
+            r"only supports? head[_ ]?(?:dim|size)|"
+            r"(?:not supported|unsupported) (?:for|with) (?:this )?head[_ ]?(?:dim|size)",
+            C.MODEL_INCOMPATIBLE,
+            5,
+            "the attention kernel has no variant for this model's head dimension: choose "
+            "another attention backend (--attention-backend, e.g. triton)",
+        ),
         # --- output ----------------------------------------------------------------------
         rule(
             r"!{8,}|(?:<unk>\s*){4,}|(?:<pad>\s*){4,}|\ufffd{3,}",

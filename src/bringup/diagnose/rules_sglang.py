@@ -55,6 +55,30 @@ RULES = RuleSet(
             4.5,
             "pick an attention/MoE backend that supports this GPU (e.g. flashinfer or triton)",
         ),
+        # layers/attention/attn_backend_support.py: a backend's capabilities against the
+        # model (MLA, sliding window) and the server arguments (KV dtype, page size, ...)
+        rule(
+            r"\w+ does not support (?:MLA models|sliding window attention)",
+            C.MODEL_INCOMPATIBLE,
+            5,
+            "this attention backend cannot serve the model's attention: choose another "
+            "--attention-backend (e.g. triton or flashinfer)",
+        ),
+        rule(
+            r"\w+ does not support (?:custom )?kv cache dtype",
+            C.INVALID_CONFIG,
+            5,
+            "the attention backend does not take this KV cache dtype: choose another "
+            "--attention-backend, or --kv-cache-dtype auto",
+        ),
+        rule(
+            r"Page size (?:\d+|> 1) is not supported for|\w+ does not support (?:CUDA graph|"
+            r"speculative decoding|DP attention|chunked prefix cache)",
+            C.INVALID_CONFIG,
+            5,
+            "the attention backend does not support the feature the message names: choose "
+            "another --attention-backend or turn the feature off",
+        ),
         rule(
             r"--[a-z][\w-]+ (?:is|are) (?:only )?(?:supported|required|needed)|"
             r"(?:must|should) be (?:None|set|specified|enabled|disabled|greater|less|positive)|"

@@ -1,11 +1,17 @@
 """vLLM rules, from vllm/config (model, cache, parallel), vllm/v1/core/kv_cache_utils.py,
-vllm/v1/worker, vllm/model_executor/models/registry.py and vllm/platforms/cuda.py.
+vllm/v1/worker, vllm/model_executor/models/registry.py, vllm/platforms/cuda.py and the
+attention backends' validate_configuration (vllm/v1/attention).
 """
 
 from __future__ import annotations
 
 from bringup.diagnose.rule import RuleSet, frame_rule, rule
 from bringup.verdict import Category as C
+
+_SELECTED = (
+    r"Selected (?:MLA prefill )?backend (?:\w+Enum\.)?(?P<be>\w+) "
+    r"is not valid for this configuration"
+)
 
 RULES = RuleSet(
     engine="vllm",
@@ -49,18 +55,44 @@ RULES = RuleSet(
             "this vLLM version has no implementation for the architecture: a newer vLLM, "
             "or --trust-remote-code / --model-impl transformers",
         ),
+        # An explicitly chosen backend that refuses the configuration prints the reasons of
+        # its validate_configuration (v1/attention/backend.py, raised in platforms/cuda.py
+        # and the MLA prefill selector); the reasons decide what was refused.
         rule(
-            r"Selected backend \w+ is not valid for this configuration.*"
-            r"(?:compute capability|device capability|not supported on)",
+            _SELECTED + r".*(?:compute capability|device capability|not supported on)",
             C.UNSUPPORTED_HARDWARE,
-            6,
+            6.5,
             "choose an --attention-backend that supports this GPU (or leave it on auto)",
         ),
         rule(
-            r"Selected backend (?P<be>\w+) is not valid for this configuration",
+            _SELECTED + r".*(?:head_size|MLA|sink setting|sparse|non-causal attention|"
+            r"partial multimodal token full attention|attention type \S+) not supported",
+            C.MODEL_INCOMPATIBLE,
+            6.2,
+            "the {be} attention backend cannot serve this model's attention (head size, MLA, "
+            "sinks or sparsity): choose another --attention-backend, or leave it on auto",
+        ),
+        rule(
+            _SELECTED + r".*\b(?:kv_cache_dtype|block_size|dtype) not supported",
             C.INVALID_CONFIG,
-            5.5,
+            6,
+            "the {be} attention backend cannot take this --kv-cache-dtype / --block-size / "
+            "--dtype: choose another --attention-backend (or leave it on auto so vLLM picks "
+            "one that takes it), or --kv-cache-dtype auto",
+        ),
+        rule(
+            _SELECTED,
+            C.INVALID_CONFIG,
+            5,
             "--attention-backend {be} cannot serve this model/flag set: choose another or auto",
+        ),
+        rule(
+            r"No valid attention backend found for \w+ with",
+            C.MODEL_INCOMPATIBLE,
+            4.5,
+            "no attention backend of this vLLM takes this model with these settings (the log "
+            "lists each backend's reasons): another --kv-cache-dtype or --block-size, or a "
+            "newer vLLM",
         ),
         rule(
             r"(?:Bfloat16|bf16) is only supported on GPUs with compute capability",

@@ -201,6 +201,7 @@ TRIGGERS: tuple[str, ...] = (
     "size mismatch",
     "recogni",
     "head_dim",
+    "lora_rank",
     "num_heads",
     "head_size",
     "hidden_size",

@@ -2,14 +2,17 @@
 
 A failed trial becomes at most one :class:`PruneRule`; a rule says which other
 configurations cannot do better and why. The culprit of a failure is read from its
-evidence when the evidence names a flag or a value of the configuration, else it is the
-configuration's departures from the reference (a failure of the reference itself is blamed
-on the whole reference).
+evidence: every flag and every (distinctive) value of the configuration it names,
+departures from the reference or not (case-insensitive, whole words). Two or more named:
+the culprit is that combination ("backend FLASH_ATTN ... kv_cache_dtype not supported" is
+the pair, not the KV dtype alone); when none of them departs from the reference, the
+departures join it, since the reference's own values work without them. One named
+departure: that value alone. Nothing named: the configuration's departures.
 
 - ``unsupported_hardware`` / ``missing_dependency``: every configuration with the culprit
   value(s).
 - ``invalid_config``: every configuration with the named flags' values (when only one flag
-  is named, together with the departures).
+  or value is named, together with the departures).
 - ``oom_gpu``: every configuration at least as memory-hungry: the culprit axes at or above
   the failed value, the other memory-ordered axes not lower.
 - ``accuracy_regression``: the culprit value(s), unless the flag is in ``[checks].tolerate``.
@@ -87,10 +90,10 @@ def named_flags(evidence: str, config: Mapping[str, Any]) -> list[str]:
     return [f for f in config if any(_mentions(evidence, w) for w in _flag_words(f) if len(w) > 2)]
 
 
-def named_values(evidence: str, config: Mapping[str, Any], only: Mapping[str, Any]) -> list[str]:
-    """Flags among ``only`` whose (distinctive, non-numeric) value appears in the evidence."""
+def named_values(evidence: str, config: Mapping[str, Any]) -> list[str]:
+    """Flags whose (distinctive, non-numeric) value in ``config`` appears in the evidence."""
     out = []
-    for flag, value in only.items():
+    for flag, value in config.items():
         text = str(value)
         if isinstance(value, bool) or len(text) < 3 or re.fullmatch(r"[-+0-9.eE]+", text):
             continue
@@ -99,6 +102,16 @@ def named_values(evidence: str, config: Mapping[str, Any], only: Mapping[str, An
         if _mentions(evidence, text):
             out.append(flag)
     return out
+
+
+def _culprits(named: list[str], dep: list[str]) -> list[str]:
+    """The flags a failure is blamed on, from those its evidence names (see the docstring)."""
+    if not named:
+        return dep
+    if any(f in dep for f in named):
+        return named
+    # Only the reference's own values named: they fail together with what departs from it.
+    return list(dict.fromkeys(named + dep))
 
 
 def rule_from(
@@ -113,10 +126,8 @@ def rule_from(
         return None
     evidence = "\n".join([*failure.evidence, failure.detail or ""])
     dep = space.departures(config)
-    by_value = named_values(evidence, config, dep)
-    by_flag = [f for f in named_flags(evidence, config) if f in dep]
-    named = list(dict.fromkeys(by_value + by_flag))
-    culprits = named or list(dep)
+    named = list(dict.fromkeys(named_values(evidence, config) + named_flags(evidence, config)))
+    culprits = _culprits(named, list(dep))
     short = failure.headline()[:160]
 
     def combo_of(flags: list[str]) -> dict[str, Any]:
@@ -137,10 +148,9 @@ def rule_from(
         what = ", ".join(f"{f}={config[f]}" for f in culprits)
         return PruneRule(combo_of(culprits), result.trial_id, f"{what}: {short}")
     if cat is Category.INVALID_CONFIG:
-        mentioned = named_flags(evidence, config)
-        # Two or more flags named: the assertion is about them. One: it may be the flag
-        # left at its reference value that the departures needed changed.
-        flags = mentioned if len(mentioned) >= 2 else list(dict.fromkeys(mentioned + list(dep)))
+        # Two or more flags or values named: the refusal is about them. One: it may be the
+        # flag left at its reference value that the departures needed changed.
+        flags = culprits if len(named) >= 2 else list(dict.fromkeys(named + list(dep)))
         if not flags:
             return None
         what = " with ".join(f"{f}={config[f]}" for f in flags)
