@@ -237,8 +237,17 @@ async def run_sweep(
         ):
             ref_result = await execute(PlannedTrial(ref_config, purpose="reference"), 1)
             results.append(ref_result)
+        first_looks = {_key(prep, r.flags): r for r in results}
         index = len(results)
         while planned is not None:
+            seen = first_looks.get(_key(prep, planned.config))
+            if seen is not None and planned.purpose in ("explore", "reference"):
+                # the reference run up front: the planner's own turn for it needs no relaunch
+                try:
+                    planned = gen.send(seen)
+                except StopIteration:
+                    planned = None
+                continue
             if max_trials and index >= max_trials:
                 planner.notes.append(f"stopped after {max_trials} trials (plan.max_trials)")
                 break
@@ -250,6 +259,7 @@ async def run_sweep(
             index += 1
             result = await execute(planned, index)
             results.append(result)
+            first_looks.setdefault(_key(prep, planned.config), result)
             if (
                 result.failure
                 and result.failure.category is Category.PORT_IN_USE

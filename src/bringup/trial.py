@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
 from bringup.bench import BenchConfig, run_benchmark
 from bringup.bench.sentinels import DEFAULT_SENTINELS
 from bringup.checks import (
@@ -25,12 +27,13 @@ from bringup.checks import (
     run_correctness,
     suite_for,
 )
-from bringup.client import OpenAIClient
+from bringup.client import OpenAIClient, RequestError
+from bringup.diagnose import classify
 from bringup.engines.base import EngineAdapter
 from bringup.plan.base import PlannedTrial
 from bringup.server.identity import verify_identity
 from bringup.server.ports import free_port, inspect_occupant
-from bringup.server.process import EngineProcess
+from bringup.server.process import EngineProcess, describe_exit
 from bringup.server.readiness import wait_ready
 from bringup.spec import Spec
 from bringup.verdict import Category, Stage, Status, TrialResult
@@ -166,7 +169,11 @@ async def run_trial(
             result.chosen = adapter.chosen(log_path.read_text(errors="replace"))
             result.chosen.update(await _chosen_from_info(adapter, base_url))
 
-        await _checks_and_bench(ctx, planned, run, base_url)
+        try:
+            await _checks_and_bench(ctx, planned, run, base_url)
+        except (RequestError, aiohttp.ClientError, TimeoutError) as exc:
+            # a server that stops answering mid-trial is a verdict, never an abort
+            _server_broke(result, proc, adapter, exc)
         if result.status is Status.RUNNING:
             result.status = Status.PASSED
             _enter(ctx, result, Stage.PASSED, "passed")
@@ -185,6 +192,22 @@ async def run_trial(
                 text = Path(result.log_path).read_text(errors="replace")
                 result.chosen = result.chosen or adapter.chosen(text)
         ctx.on_stage(result, result.stage, "done")
+
+
+def _server_broke(
+    result: TrialResult, proc: EngineProcess | None, adapter: EngineAdapter, exc: Exception
+) -> None:
+    stage = result.stage
+    what = f"request failed during the {stage.value} stage: {exc}"
+    if proc is not None and proc.poll() is not None:
+        text = proc.log_path.read_text(errors="replace")
+        diag = classify(text, engine=adapter.name, exit_code=proc.returncode, stage=stage)
+        detail = f"the engine {describe_exit(proc.returncode)} while serving; {what}"
+        result.fail(stage, diag.category, diag.evidence, diag.remedy, detail)
+        return
+    result.fail(
+        stage, Category.RUNTIME_CRASH, [what], detail="the engine is up but failed a request"
+    )
 
 
 def sentinel_prompts(spec: Spec) -> tuple[str, ...]:

@@ -180,3 +180,36 @@ def test_killed_process_classified(code: int) -> None:
 
     diag = classify("loading model\n", engine="llama.cpp", exit_code=code)
     assert diag.category is Category.OOM_HOST
+
+
+async def test_request_error_mid_trial_is_a_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that stops answering during the checks fails the trial; nothing aborts."""
+    import bringup.trial as trial_mod
+    from bringup.client import RequestError
+    from bringup.plan.base import PlannedTrial
+    from bringup.spec import parse_spec
+    from bringup.trial import TrialContext, run_trial
+    from bringup.verdict import Stage, Status
+
+    class ServeAdapter(ScriptAdapter):
+        def build_command(self, spec, flags, host, port):  # type: ignore[no-untyped-def]
+            return [sys.executable, "-c", SERVE, str(port), "0"]
+
+    async def broken(*a: object, **k: object) -> None:
+        raise RequestError("POST /v1/completions: no response (timed out)")
+
+    monkeypatch.setattr(trial_mod, "run_correctness", broken)
+    spec = parse_spec('[engine]\nname = "llama.cpp"\n[model]\npath = "m"\n')
+    run = await run_trial(TrialContext(spec, ServeAdapter(), tmp_path), PlannedTrial({}), "t")
+    r = run.result
+    assert r.status is Status.FAILED and r.failure is not None
+    assert r.failure.stage is Stage.CORRECT
+    assert r.failure.category is Category.RUNTIME_CRASH
+    assert "timed out" in r.failure.evidence[0]
+    assert (
+        r.pid is not None
+        and not psutil.pid_exists(r.pid)
+        or (psutil.Process(r.pid).status() == psutil.STATUS_ZOMBIE)
+    )

@@ -168,13 +168,17 @@ async def send(
 
     A request that fails before any response byte on a connection the server had already
     closed (llama-server closes after each streamed response without saying so) is sent
-    once more on a fresh connection; ``rec.retries`` counts that. With a ``parser``, the
+    again; every pooled connection may be such a one, so it is tried up to once per pooled
+    connection and then on a fresh one; ``rec.retries`` counts that. With a ``parser``, the
     body is queued there and parsed later (see ``ParseQueue``); without one it is parsed
     before returning.
     """
     reads: list[tuple[float, bytes]] = []
     detail: str | None = None
-    for attempt in range(2):
+    # each stale attempt discards its connection, so pool size + 1 attempts reach a fresh one
+    connector = session.connector
+    attempts = 1 + max(connector.limit if connector is not None else 0, 1)
+    for attempt in range(attempts):
         rec.sent = now()
         rec.error = detail = None
         try:
@@ -202,7 +206,7 @@ async def send(
             rec.error = "client_error"
             detail = f"{type(exc).__name__}: {exc}"[:300]
         stale = rec.error in ("disconnect", "client_error") and rec.status == 0 and not reads
-        if not (stale and attempt == 0):
+        if not (stale and attempt < attempts - 1):
             break
         rec.retries += 1
     rec.end = reads[-1][0] if reads else now()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import time
 from typing import Any
@@ -57,7 +58,17 @@ def _one_line(trial: TrialResult, spec: Spec, index: int, total: int) -> str:
     status = trial.status.value
     verdict = f"[{STYLE.get(status, 'white')}]{status}[/]"
     why = f" {trial.failure.category.value}" if trial.failure else ""
-    return f"  {index}/{total} {verdict}{why} {_flags(trial.flags, spec)}"
+    return f"  {index:>3}. {verdict}{why} {_flags(trial.flags, spec)}"
+
+
+# llama.cpp prefixes each line with its clock and level ("0.00.886.498 E "); the table
+# shows the message, the store keeps the line verbatim
+_LOG_PREFIX = re.compile(r"\b\d+\.\d+\.\d+\.\d+ [DIWE] ")
+
+
+def _short(line: str, limit: int = 160) -> str:
+    line = _LOG_PREFIX.sub("", line).strip()
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _fmt(v: Any, digits: int = 1) -> str:
@@ -81,7 +92,7 @@ def results_table(outcome: SweepOutcome, spec: Spec) -> Table:
         cat = ""
         if r.failure:
             line = r.failure.evidence[0] if r.failure.evidence else (r.failure.detail or "")
-            cat = f"{r.failure.category.value} ({r.failure.stage.value}): {line[:160]}"
+            cat = f"{r.failure.category.value} ({r.failure.stage.value}): {_short(line)}"
         elif r.note:
             cat = f"[dim]{r.note}[/]"
         table.add_row(
@@ -102,10 +113,13 @@ def print_outcome(console: Console, outcome: SweepOutcome, spec: Spec) -> None:
     for r in outcome.results:
         counts[r.status.value] = counts.get(r.status.value, 0) + 1
     console.print("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    for p in outcome.planner.pruned[:10]:
-        console.print(f"[dim]pruned {_flags(p.config, spec)}: {p.reason} (by {p.by_trial})[/]")
-    if len(outcome.planner.pruned) > 10:
-        console.print(f"[dim]... and {len(outcome.planner.pruned) - 10} more pruned[/]")
+    groups: dict[tuple[str | None, str], int] = {}
+    for p in outcome.planner.pruned:
+        key = (p.by_trial, _short(p.reason.splitlines()[0] if p.reason else ""))
+        groups[key] = groups.get(key, 0) + 1
+    for (by_trial, reason), n in groups.items():
+        by = f" by {by_trial}" if by_trial else ""
+        console.print(f"[dim]pruned {n} configuration{'s' * (n != 1)}{by}: {reason}[/]")
     for note in outcome.planner.notes:
         console.print(f"[dim]note: {note}[/]")
     if outcome.winner is None:
