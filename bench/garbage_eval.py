@@ -30,6 +30,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from bringup.bench.prompts import text_prompt
 from bringup.checks.garbage import check_likelihood, detect_garbage
 from bringup.checks.scoring import mean_finite, score_text
 from bringup.client import OpenAIClient
@@ -41,7 +42,7 @@ from bringup.server.process import EngineProcess
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / ".." / "shared" / "corpus" / "failure_logs.jsonl"
 FIXTURE = ROOT / "tests" / "unit" / "data" / "gemma_outputs.json"
-TOKENS = 64
+TOKENS = 48
 
 TOPICS = [
     "The Eiffel Tower",
@@ -260,20 +261,33 @@ async def _gen(
     return {"prompt": prompt, "temperature": temperature, "text": comp.text, "tokens": comp.tokens}
 
 
-async def generate(fixture: Path) -> dict[str, list[dict[str, Any]]]:
+async def generate(
+    fixture: Path, have: dict[str, list[dict[str, Any]]]
+) -> dict[str, list[dict[str, Any]]]:
+    """Fill the sections of the fixture that are missing (all of them with --regenerate)."""
     prompts = healthy_prompts()
     rng = random.Random(7)
-    out: dict[str, list[dict[str, Any]]] = {"healthy": [], "junk": []}
+    out = dict(have)
     async with llama_server() as url, OpenAIClient(url, timeout_s=120) as c:
-        for i, p in enumerate(prompts):
-            out["healthy"].append(await _gen(c, p, 0.0, 0))
-            if i % 3 == 0:  # a sampled continuation of every third prompt as well
-                out["healthy"].append(await _gen(c, p, 0.8, rng.randrange(1 << 30)))
-        # Scrambled logits: near-uniform sampling over the whole vocabulary.
-        for p in rng.sample(prompts, 40):
-            out["junk"].append(
-                await _gen(c, p, 8.0, rng.randrange(1 << 30), top_k=0, top_p=1.0, min_p=0.0)
-            )
+        if "healthy" not in out:
+            out["healthy"] = []
+            for i, p in enumerate(prompts):
+                out["healthy"].append(await _gen(c, p, 0.0, 0))
+                if i % 3 == 0:  # a sampled continuation of every third prompt as well
+                    out["healthy"].append(await _gen(c, p, 0.8, rng.randrange(1 << 30)))
+        if "bench" not in out:
+            # What the benchmark sends: word-salad prompts, greedy, EOS ignored.
+            out["bench"] = []
+            for i in range(40):
+                p = text_prompt(i, 32, rng)
+                out["bench"].append(await _gen(c, p, 0.0, 0, ignore_eos=True))
+        if "junk" not in out:
+            # Scrambled logits: near-uniform sampling over the whole vocabulary.
+            out["junk"] = []
+            for p in random.Random(8).sample(prompts, 40):
+                out["junk"].append(
+                    await _gen(c, p, 8.0, rng.randrange(1 << 30), top_k=0, top_p=1.0, min_p=0.0)
+                )
     fixture.parent.mkdir(parents=True, exist_ok=True)
     fixture.write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
     return out
@@ -285,6 +299,9 @@ def synthesize(real: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str, li
     cases: list[tuple[str, str, list[str] | None]] = []
     for r in real["junk"]:
         cases.append(("uniform-sampling", r["text"], r["tokens"] or None))
+    for r in real["junk"]:  # the same scramble over a vocabulary of Latin subwords only
+        ascii_tokens = [t for t in r["tokens"] if t.isascii()]
+        cases.append(("latin-subword-soup", "".join(ascii_tokens), ascii_tokens or None))
     pieces = [t for r in real["junk"] for t in r["tokens"] if t.strip()]
     for _ in range(20):  # one subword repeated, the '!!!!' family
         tok = rng.choice(pieces)
@@ -306,17 +323,15 @@ def synthesize(real: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str, li
     return cases
 
 
-async def likelihood_flags(cases: list[tuple[str, str]]) -> list[bool]:
-    """The reference-likelihood check with Gemma as the reference, for cases with a prompt."""
-    flags = []
+async def likelihood_scores(cases: list[tuple[str, str]]) -> list[tuple[float, float]]:
+    """(reference's mean logprob of the text, of its own greedy answer), Gemma as reference."""
+    out = []
     async with llama_server() as url, OpenAIClient(url, timeout_s=120) as c:
         for prompt, text in cases:
             own = await c.complete(prompt, max_tokens=16, logprobs=10)
             scored = await score_text(c, prompt, text)
-            cand, ref = mean_finite(scored), mean_finite(own.token_logprobs)
-            print(f"  likelihood: {text[:40]!r} after {prompt[:30]!r}: {cand:.2f} vs own {ref:.2f}")
-            flags.append(check_likelihood(text, cand, ref) is not None)
-    return flags
+            out.append((mean_finite(scored), mean_finite(own.token_logprobs)))
+    return out
 
 
 def main() -> None:
@@ -324,13 +339,16 @@ def main() -> None:
     ap.add_argument("--fixture", type=Path, default=FIXTURE)
     ap.add_argument("--regenerate", action="store_true")
     ap.add_argument("--show", type=int, default=5, help="misses and false alarms to print")
-    ap.add_argument("--no-likelihood", action="store_true", help="text detectors only")
+    ap.add_argument("--likelihood", type=int, default=12, help="calibration cases (0: skip)")
     args = ap.parse_args()
 
-    if args.fixture.is_file() and not args.regenerate:
+    real: dict[str, Any] = {}
+    if args.fixture.is_file():
         real = json.loads(args.fixture.read_text(encoding="utf-8"))
-    else:
-        real = asyncio.run(generate(args.fixture))
+    if args.regenerate:
+        real = {}
+    if not {"healthy", "bench", "junk"} <= set(real):
+        real = asyncio.run(generate(args.fixture, real))
 
     rows = [
         json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()
@@ -338,18 +356,41 @@ def main() -> None:
     corpus = [
         (r["id"], *extract_garbage(r["log"])) for r in rows if r["category"] == "garbage_output"
     ]
+    # The likelihood check needs the prompt: corpus cases quoting one, plus a calibration
+    # sample of healthy sampled (T=0.8) outputs and of uniform-sampling junk.
     with_prompt = [(i, p, t) for i, t, p in corpus if p is not None]
-    lik = (
-        {}
-        if args.no_likelihood
-        else dict(
-            zip(
-                [i for i, _, _ in with_prompt],
-                asyncio.run(likelihood_flags([(p, t) for _, p, t in with_prompt])),
-                strict=True,
+    sampled = [r for r in real["healthy"] if r["temperature"] > 0][: args.likelihood]
+    junk = real["junk"][: args.likelihood]
+    lik: dict[str, bool] = {}
+    if args.likelihood:
+        cases = [(p, t) for _, p, t in with_prompt]
+        cases += [(r["prompt"], r["text"]) for r in sampled + junk]
+        # Scores are measured once and kept in the fixture beside the texts they score.
+        known: dict[str, list[float]] = real.setdefault("likelihood", {})
+        todo = [c for c in cases if "\x00".join(c) not in known]
+        if todo:
+            for c, sc in zip(todo, asyncio.run(likelihood_scores(todo)), strict=True):
+                known["\x00".join(c)] = list(sc)
+            args.fixture.write_text(
+                json.dumps(real, ensure_ascii=False, indent=1), encoding="utf-8"
             )
-        )
-    )
+        scores = [(known["\x00".join(c)][0], known["\x00".join(c)][1]) for c in cases]
+        flags = [
+            check_likelihood(t, a, b) is not None
+            for (_, t), (a, b) in zip(cases, scores, strict=True)
+        ]
+        k = len(with_prompt)
+        for (cid, _, _), (a, b), f in zip(with_prompt, scores, flags, strict=False):
+            print(
+                f"likelihood corpus {cid}: {a:.2f} vs own {b:.2f} -> {'flagged' if f else 'passed'}"
+            )
+            lik[cid] = f
+        for name, part, fl in (
+            ("healthy sampled", scores[k : k + len(sampled)], flags[k : k + len(sampled)]),
+            ("uniform junk", scores[k + len(sampled) :], flags[k + len(sampled) :]),
+        ):
+            gaps = sorted(round(a - b, 2) for a, b in part)
+            print(f"likelihood {name}: {sum(fl)}/{len(fl)} flagged; score-own gaps {gaps}")
 
     garbage: list[tuple[str, str, bool]] = []
     for cid, text, _ in corpus:
@@ -361,6 +402,10 @@ def main() -> None:
     for kind, text, tokens in synthesize(real):
         garbage.append((kind, text, detect_garbage(text, tokens) is not None))
 
+    # The benchmark's word-salad prompts make this small model loop one word (`` the the``)
+    # on a healthy engine; check_under_load compares such samples with their idle answers,
+    # so they are counted here on their own, not as natural healthy text.
+    salad = [r for r in real["bench"] if detect_garbage(r["text"], r["tokens"] or None)]
     healthy = real["healthy"]
     alarms = [(r, f) for r in healthy if (f := detect_garbage(r["text"], r["tokens"] or None))]
 
@@ -371,7 +416,9 @@ def main() -> None:
         print(f"garbage {kind:17s} {sum(hits):3d}/{len(hits):3d} detected")
     for kind, text, _hit in [g for g in garbage if not g[2]][: args.show]:
         print(f"  missed {kind}: {text[:70]!r}")
-    print(f"healthy outputs: {len(healthy)} ({sum(r['temperature'] == 0 for r in healthy)} greedy)")
+    n_greedy = sum(r["temperature"] == 0 for r in real["healthy"])
+    print(f"healthy outputs: {len(healthy)} ({n_greedy} greedy)")
+    print(f"bench-style word-salad prompts: detectors fire on {len(salad)}/{len(real['bench'])}")
     for r, f in alarms[: args.show]:
         print(f"  false alarm {f.detector}: {r['prompt'][:30]!r} -> {r['text'][:70]!r}")
     recall = sum(hit for _, _, hit in garbage) / len(garbage)

@@ -46,7 +46,11 @@ async def serve(binary: str, model: str, log_dir: Path, *flags: str) -> AsyncIte
 
 
 def spec_for(model: str) -> Spec:
-    return parse_spec(f'[engine]\nname = "llama.cpp"\n[model]\npath = "{model}"\n')
+    # 8 prompts x 24 tokens keeps four launches within minutes on two shared cores.
+    return parse_spec(
+        f'[engine]\nname = "llama.cpp"\n[model]\npath = "{model}"\n'
+        "[checks]\naccuracy_prompts = 8\naccuracy_tokens = 24\n"
+    )
 
 
 async def answers(
@@ -61,6 +65,8 @@ def tmp_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("accuracy-logs")
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
 async def test_noise_floor_and_q4_kv_drift(
     llama_server: str, gemma_path: str, tmp_logs: Path
 ) -> None:

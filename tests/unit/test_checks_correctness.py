@@ -162,6 +162,15 @@ def test_under_load_errors() -> None:
     assert check_under_load([Level(1, [PROSE]), Level(2, [PROSE])]).passed
 
 
+def test_under_load_compares_with_idle_answers() -> None:
+    loop = " the" * 30
+    levels = [Level(1, [loop, PROSE]), Level(4, [loop, "!" * 30])]
+    report = check_under_load(levels, baseline=[loop, PROSE])
+    assert report.category is Category.GARBAGE_OUTPUT
+    assert report.evidence[0].startswith("at concurrency 4, sample 2:")
+    assert not check_under_load(levels).passed  # without a baseline the loop itself fires
+
+
 def test_builtin_suite_is_small_and_short() -> None:
     answers, prompts = builtin_suite()
     assert 6 <= len(answers) <= 10

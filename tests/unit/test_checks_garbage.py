@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from bringup.checks.garbage import (
@@ -30,6 +33,11 @@ GARBAGE = [
     ("CafÃ© rÃ©sumÃ© naÃ¯ve dÃ©jÃ  vu", "mojibake"),
     ("antically квартира 東京 ประเทศ والله निर्माण", "script_soup"),
     ("upported D F;\n\n D R P23D323D4 PP\nD3D3DDD\n", "letter_junk"),
+    (
+        " MiniCoverage assurance enslweapons rearrangements Integrced Mess Lennoxfuss Rescue "
+        "confusing Wang dualitybustCOUNT conti artis",
+        "word_salad",
+    ),
 ]
 
 HEALTHY = [
@@ -84,7 +92,23 @@ def test_first_token_stops_needs_all_prompts() -> None:
 
 def test_likelihood_check_margin_and_floor() -> None:
     assert check_likelihood("x", -9.0, -1.0) is not None
-    assert check_likelihood("x", -3.0, -0.2) is None  # above the absolute floor
-    assert check_likelihood("x", -7.0, -4.0) is None  # within the margin of the reference
-    finding = check_likelihood("san, a, b", -8.5, -1.2)
-    assert finding is not None and "-8.50" in finding.reason and finding.detector == "likelihood"
+    assert check_likelihood("x", -2.5, -0.2) is None  # above the absolute floor
+    assert check_likelihood("x", -7.0, -6.0) is None  # within the margin of the reference
+    # the corpus's TensorRT-LLM case scored by Gemma: -3.92 against -1.38 for its own answer
+    finding = check_likelihood("san, a, b, both, both,", -3.92, -1.38)
+    assert finding is not None and "-3.92" in finding.reason and finding.detector == "likelihood"
+
+
+# Real Gemma 3 270M output on llama-server, made by bench/garbage_eval.py --regenerate.
+FIXTURE = Path(__file__).parent / "data" / "gemma_outputs.json"
+
+
+@pytest.mark.skipif(not FIXTURE.is_file(), reason="no generated fixture")
+def test_real_model_outputs() -> None:
+    real = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    healthy = real["healthy"]
+    alarms = [r["text"] for r in healthy if detect_garbage(r["text"], r["tokens"] or None)]
+    assert len(healthy) >= 200
+    assert len(alarms) / len(healthy) <= 0.01, alarms
+    # near-uniform sampling from the real vocabulary: what scrambled logits print
+    assert all(detect_garbage(r["text"], r["tokens"] or None) for r in real["junk"])

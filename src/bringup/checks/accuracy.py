@@ -31,10 +31,16 @@ from bringup.spec import Config, Spec
 from bringup.verdict import Category
 
 TOP_LOGPROBS = 10
-# Defaults measured on Gemma 3 270M Q4_K_M, llama-server CPU, 16 prompts x 32 tokens
-# (tests/integration/test_accuracy_llamacpp.py prints the figures).
-DEFAULT_MAX_LOGPROB_MAD = 0.05
-DEFAULT_MIN_TOKEN_AGREEMENT = 0.80
+# Defaults measured on Gemma 3 270M Q4_K_M, llama-server b11434 on CPU, the 16 built-in
+# prompts x 32 tokens, against f16 (tests/integration/test_accuracy_llamacpp.py):
+#   f16 vs f16 (two launches)  MAD 0.0000             agreement 1.000
+#   q8_0 K cache               MAD 0.0517 (0.046-0.057) agreement 0.607
+#   q4_0 K+V, flash attention  MAD 0.2203 (0.196-0.245) agreement 0.137
+# The MAD limit sits between q8_0 and q4_0 (about their geometric mean): an 8-bit cache
+# passes, a 4-bit one (or an FP8 cache with 3 mantissa bits) does not. Greedy agreement on
+# a model this small breaks on near-ties, so its limit is loose.
+DEFAULT_MAX_LOGPROB_MAD = 0.10
+DEFAULT_MIN_TOKEN_AGREEMENT = 0.35
 BOOTSTRAP_RESAMPLES = 2000
 
 

@@ -6,8 +6,9 @@ with prompt, output, expectation and pass/fail; ``passed``; a ``category``
 (``garbage_output`` before ``wrong_answer``, since garbage explains wrong answers;
 ``runtime_crash`` when the server stopped answering) and evidence lines that quote the
 output and name the detector. ``check_under_load(levels)`` runs the detectors over the
-benchmark's sampled outputs per concurrency level and names the level where garbage or
-request errors began. Results are data; nothing here raises for a bad server.
+benchmark's sampled outputs per concurrency level (against their idle answers when known)
+and names the level where garbage or request errors began. Results are data; nothing here
+raises for a bad server.
 """
 
 from __future__ import annotations
@@ -153,20 +154,27 @@ def _fmt(v: float) -> str:
     return str(int(v)) if float(v).is_integer() else f"{v:g}"
 
 
-def check_under_load(levels: Iterable[LoadLevel]) -> CheckReport:
-    """Detectors over each level's samples, lowest level first; fail where trouble began."""
+def check_under_load(
+    levels: Iterable[LoadLevel], baseline: Sequence[str | None] | None = None
+) -> CheckReport:
+    """Detectors over each level's samples, lowest level first; fail where trouble began.
+
+    ``baseline`` (else a level's own ``idle_answers``, when the benchmark recorded them) is
+    the same prompts answered with the server idle. A sample is garbage only when its
+    idle answer was not: a small base model loops a word on nonsense prompts (the
+    benchmark's word-salad prompts give `` the the the``) on a healthy engine too, and
+    that is not what load did to it.
+    """
     results: list[CheckResult] = []
     for level in sorted(levels, key=lambda lv: lv.value):
         at = _fmt(level.value)
+        idle = baseline if baseline is not None else getattr(level, "idle_answers", None)
         findings: list[str] = []
-        # with idle answers to the same prompts, blame load only for what idle did not show
-        idle: list[str | None] = list(getattr(level, "idle_answers", None) or [])
         for i, text in enumerate(level.samples):
             finding = detect_garbage(text)
-            if finding and i < len(idle) and idle[i] is not None:
-                at_idle = detect_garbage(idle[i] or "")
-                if at_idle is not None and at_idle.detector == finding.detector:
-                    finding = None
+            calm = idle[i] if idle is not None and i < len(idle) else None
+            if finding and calm is not None and detect_garbage(calm) is not None:
+                finding = None  # garbage at idle too: the prompt's doing, not the load's
             results.append(
                 CheckResult(
                     name=f"load-{at}-{i + 1}",

@@ -8,6 +8,8 @@ reads the target token from the top alternatives, then resumes generation from t
 plus the target text so far. The cost is one request per divergence plus one. A target
 token outside the top alternatives gets the lowest returned alternative's logprob (an upper
 bound on its real logprob), so differences computed from it are lower bounds.
+``score_text`` does the same walk over a text instead of a token list (for the
+reference-likelihood check, where the candidate's tokens need not be the reference's).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Sequence
 
 from bringup.client import Completion, OpenAIClient
 
-RESUME_CHUNK = 16  # tokens asked for after a divergence; garbage diverges at every token
+RESUME_CHUNK = 8  # tokens asked for after a divergence; drifting candidates diverge often
 
 
 def mean_finite(values: Sequence[float]) -> float:
@@ -52,6 +54,7 @@ async def force_tokens(
     pos = 0
     comp = first
     budget = max_requests if max_requests is not None else n + 1
+    chunk = RESUME_CHUNK
     while pos < n:
         if comp is None:
             if budget <= 0:
@@ -59,7 +62,7 @@ async def force_tokens(
             budget -= 1
             comp = await client.complete(
                 prompt + "".join(target[:pos]),
-                max_tokens=min(RESUME_CHUNK, n - pos),
+                max_tokens=min(chunk, n - pos),
                 temperature=0.0,
                 logprobs=top,
             )
@@ -76,6 +79,8 @@ async def force_tokens(
             out[j] = _lookup(comp.top_logprobs[i] if i < len(comp.top_logprobs) else {}, target[j])
             diverged_at = j
             break
+        # Diverging at once again: ask for one token at a time until the two agree again.
+        chunk = 1 if diverged_at == pos else RESUME_CHUNK
         pos = diverged_at + 1 if diverged_at is not None else min(n, pos + len(comp.tokens))
         comp = None
     return out
@@ -94,7 +99,7 @@ async def score_text(
     *,
     top: int = 10,
     max_requests: int = 48,
-    max_chars: int = 240,
+    max_chars: int = 160,
 ) -> list[float]:
     """The server's logprob of each piece of ``text`` after ``prompt``, walking by text.
 
@@ -105,13 +110,15 @@ async def score_text(
     text = text[:max_chars]
     out: list[float] = []
     off = 0
+    chunk = RESUME_CHUNK
     while off < len(text) and max_requests > 0:
         max_requests -= 1
         comp = await client.complete(
-            prompt + text[:off], max_tokens=RESUME_CHUNK, temperature=0.0, logprobs=top
+            prompt + text[:off], max_tokens=chunk, temperature=0.0, logprobs=top
         )
         if not comp.tokens:
             break
+        chunk = RESUME_CHUNK
         for i, tok in enumerate(comp.tokens):
             rest = text[off:]
             if not rest:
@@ -130,5 +137,7 @@ async def score_text(
             else:
                 out.append(min(tops.values()) if tops else -math.inf)
                 off += _skip(rest)
+            if i == 0:
+                chunk = 1  # diverging at once: one token at a time until they agree again
             break
     return out
