@@ -92,3 +92,16 @@ def test_real_llama_server_quantized_kv_forces_fa() -> None:
     chosen = extract_chosen(_real("llamacpp_healthy_verbose_q8.log"), "llama.cpp")
     assert chosen["flash_attn"] == "on"
     assert chosen["kv_type_k"] == chosen["kv_type_v"] == "q8_0"
+
+
+def test_llamacpp_mixed_kv_flash_attention_fallback_is_visible() -> None:
+    from bringup.diagnose import extract_chosen
+
+    line = (
+        "0.05.100.000 W ggml_cuda_flash_attn_ext: no FlashAttention vector kernel compiled for"
+        " K/V types f16-q8_0, converting K and V to f16 instead (slow)"
+    )
+    assert extract_chosen(line, engine="llama.cpp")["fa_kv_fallback"] == "f16-q8_0"
+    assert "fa_kv_fallback" not in extract_chosen(
+        "llama_context: flash_attn = enabled", "llama.cpp"
+    )
