@@ -40,7 +40,7 @@ _LLAMACPP: list[_Pattern] = [
     _p("gpu_layers", r"offloaded (\d+/\d+) layers to GPU"),
     # CUDA builds hold flash-attention kernels for same-type K/V pairs only; a mixed pair
     # silently runs converted to f16 ("... converting K and V to f16 instead (slow)")
-    _p("fa_kv_fallback", r"no FlashAttention vector kernel compiled for K/V types (\S+)"),
+    _p("fa_kv_fallback", r"no FlashAttention vector kernel compiled for K/V types ([\w-]+)"),
 ]
 _LLAMA_KV = re.compile(r"(?:llama_kv_cache\w*|KV self size).*K \((\w+)\):.*V \((\w+)\):")
 _LLAMA_DEVICE = re.compile(r"\b(CUDA|ROCm|Vulkan|Metal|MTL|SYCL|CANN)\d* (?:model|KV) buffer size")
