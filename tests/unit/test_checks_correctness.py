@@ -235,5 +235,10 @@ def test_probe_command_exit_codes(fake: Fake) -> None:
     # only the no-server path is exercised here; the served path is in the integration test.
     result = CliRunner().invoke(probe, ["http://127.0.0.1:9", "--timeout", "2"])
     assert result.exit_code == 1 and result.output.startswith("fail:")
-    result = CliRunner().invoke(probe, ["http://127.0.0.1:9", "--json", "--api-key-env", "NOPE_X"])
+    from bringup.cli.main import cli
+
+    # misuse becomes an exit code in the command group, as on the real command line
+    args = ["probe", "http://127.0.0.1:9", "--json", "--api-key-env", "NOPE_X"]
+    result = CliRunner().invoke(cli, args)
     assert result.exit_code == 2
+    assert "NOPE_X is not set" in result.output

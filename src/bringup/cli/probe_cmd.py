@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 
 import click
 
 from bringup.checks.probe import run_probe
+from bringup.cli.secrets_env import api_key_from_env
 
 
 @click.command("probe")
@@ -40,10 +40,7 @@ def probe(
     model: str | None,
 ) -> None:
     """Health, one short known answer and the garbage detectors against URL."""
-    api_key = os.environ.get(api_key_env) if api_key_env else None
-    if api_key_env and not api_key:
-        click.echo(f"bringup: environment variable {api_key_env} is not set.", err=True)
-        sys.exit(2)
+    api_key = api_key_from_env(api_key_env)
     result = asyncio.run(
         run_probe(url, timeout_s=timeout_s, api_key=api_key, health_path=health_path, model=model)
     )

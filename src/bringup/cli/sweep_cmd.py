@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from importlib import resources
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from rich.console import Console
 from rich.live import Live
 
 from bringup.cli.render import ProgressLine, print_live_server, print_outcome
+from bringup.cli.secrets_env import api_key_from_env
 from bringup.errors import BringupError
 from bringup.spec import Spec, load_spec, parse_set, parse_spec
 from bringup.store import Store
@@ -52,7 +52,7 @@ def _sweep(
         adopt,
         planner,
         max_trials,
-        os.environ.get(api_key_env) if api_key_env else None,
+        api_key_from_env(api_key_env),
     )
     console.print(
         f"[bold]bringup[/] {spec.engine.name} {prep.engine_version} · model {spec.model.path}\n"
@@ -120,9 +120,7 @@ def launch(
     spec = load_spec(spec_path)
     prep = prepare(spec)
     store = Store(db)
-    options = SweepOptions(
-        db, runs_dir, adopt=adopt, api_key=os.environ.get(api_key_env) if api_key_env else None
-    )
+    options = SweepOptions(db, runs_dir, adopt=adopt, api_key=api_key_from_env(api_key_env))
     config = parse_set(list(sets))
 
     async def main() -> None:

@@ -7,13 +7,13 @@ Each verdict is logged as one line. After N consecutive failures: run ``--on-fai
 from __future__ import annotations
 
 import asyncio
-import os
 import shlex
 import sys
 import time
 
 import click
 
+from bringup.cli.secrets_env import api_key_from_env
 from bringup.watch import WatchEvent, WatchOptions, run_command, watch_server
 
 
@@ -68,10 +68,7 @@ def watch(
     model: str | None,
 ) -> None:
     """Probe URL with a real generation every --interval seconds; log each verdict."""
-    api_key = os.environ.get(api_key_env) if api_key_env else None
-    if api_key_env and not api_key:
-        click.echo(f"bringup: environment variable {api_key_env} is not set.", err=True)
-        sys.exit(2)
+    api_key = api_key_from_env(api_key_env)
     argv = shlex.split(on_failure) if on_failure else None
     options = WatchOptions(interval_s, failures, timeout_s, api_key, health_path, model, count)
 
