@@ -208,8 +208,6 @@ async def test_request_error_mid_trial_is_a_verdict(
     assert r.failure.stage is Stage.CORRECT
     assert r.failure.category is Category.RUNTIME_CRASH
     assert "timed out" in r.failure.evidence[0]
-    assert (
-        (r.pid is not None
-        and not psutil.pid_exists(r.pid))
-        or (psutil.Process(r.pid).status() == psutil.STATUS_ZOMBIE)
+    assert (r.pid is not None and not psutil.pid_exists(r.pid)) or (
+        psutil.Process(r.pid).status() == psutil.STATUS_ZOMBIE
     )
