@@ -7,10 +7,6 @@ against f16. The figures are printed (run with ``-s``).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -18,31 +14,11 @@ import pytest
 from bringup.checks import ReferenceAnswers, collect_answers, compare_accuracy
 from bringup.checks.accuracy import DEFAULT_MAX_LOGPROB_MAD, DEFAULT_MIN_TOKEN_AGREEMENT
 from bringup.client import OpenAIClient
-from bringup.server.ports import free_port
-from bringup.server.process import EngineProcess
 from bringup.spec import Spec, parse_spec
+from bringup.testing.llama import serve_llama
 from bringup.verdict import Category
 
 pytestmark = pytest.mark.integration
-
-
-@contextlib.asynccontextmanager
-async def serve(binary: str, model: str, log_dir: Path, *flags: str) -> AsyncIterator[str]:
-    """A ready llama-server on a free loopback port with ``flags``; stopped by its group."""
-    port = free_port()
-    argv = [binary, "-m", model, "--host", "127.0.0.1", "--port", str(port), "-c", "2048"]
-    proc = EngineProcess([*argv, "-t", "2", "--no-warmup", *flags], log_dir / f"llama-{port}.log")
-    url = f"http://127.0.0.1:{port}"
-    try:
-        async with OpenAIClient(url, timeout_s=5) as c:
-            deadline = time.monotonic() + 90
-            while (await c.health())[0] != 200:
-                assert proc.poll() is None, proc.log_path.read_text(errors="replace")[-600:]
-                assert time.monotonic() < deadline, "llama-server did not become ready"
-                await asyncio.sleep(0.2)
-        yield url
-    finally:
-        proc.stop(grace_s=5)
 
 
 def spec_for(model: str) -> Spec:
@@ -56,7 +32,10 @@ def spec_for(model: str) -> Spec:
 async def answers(
     binary: str, model: str, tmp: Path, flags: list[str], ref: ReferenceAnswers | None
 ) -> ReferenceAnswers:
-    async with serve(binary, model, tmp, *flags) as url, OpenAIClient(url, timeout_s=120) as c:
+    async with (
+        serve_llama(binary, model, tmp, *flags) as url,
+        OpenAIClient(url, timeout_s=120) as c,
+    ):
         return await collect_answers(c, spec_for(model), reference=ref)
 
 

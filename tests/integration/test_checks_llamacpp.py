@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -15,30 +13,10 @@ import pytest
 from bringup.checks import detect_garbage, run_correctness
 from bringup.checks.probe import run_probe
 from bringup.client import OpenAIClient
-from bringup.server.ports import free_port
-from bringup.server.process import EngineProcess
 from bringup.spec import Spec, parse_spec
+from bringup.testing.llama import serve_llama
 
 pytestmark = pytest.mark.integration
-
-
-@contextlib.asynccontextmanager
-async def serve(binary: str, model: str, log_dir: Path, *flags: str) -> AsyncIterator[str]:
-    """A ready llama-server on a free loopback port with ``flags``; stopped by its group."""
-    port = free_port()
-    argv = [binary, "-m", model, "--host", "127.0.0.1", "--port", str(port), "-c", "2048"]
-    proc = EngineProcess([*argv, "-t", "2", "--no-warmup", *flags], log_dir / f"llama-{port}.log")
-    url = f"http://127.0.0.1:{port}"
-    try:
-        async with OpenAIClient(url, timeout_s=5) as c:
-            deadline = time.monotonic() + 90
-            while (await c.health())[0] != 200:
-                assert proc.poll() is None, proc.log_path.read_text(errors="replace")[-600:]
-                assert time.monotonic() < deadline, "llama-server did not become ready"
-                await asyncio.sleep(0.2)
-        yield url
-    finally:
-        proc.stop(grace_s=5)
 
 
 def gemma_spec(model: str) -> Spec:
@@ -50,7 +28,10 @@ async def test_builtin_known_answers_pass_on_gemma(
     llama_server: str, gemma_path: str, tmp_path: Path, kv: str
 ) -> None:
     flags = ("--cache-type-k", kv)
-    async with serve(llama_server, gemma_path, tmp_path, *flags) as url, OpenAIClient(url) as c:
+    async with (
+        serve_llama(llama_server, gemma_path, tmp_path, *flags) as url,
+        OpenAIClient(url) as c,
+    ):
         report = await run_correctness(c, gemma_spec(gemma_path))
     for r in report.results:
         print(f"{kv} {r.name:16s} {'PASS' if r.passed else 'FAIL'} {r.output!r} ({r.expectation})")
@@ -61,7 +42,7 @@ async def test_builtin_known_answers_pass_on_gemma(
 async def test_detectors_quiet_on_long_greedy_gemma_output(
     llama_server: str, gemma_path: str, tmp_path: Path
 ) -> None:
-    async with serve(llama_server, gemma_path, tmp_path) as url, OpenAIClient(url) as c:
+    async with serve_llama(llama_server, gemma_path, tmp_path) as url, OpenAIClient(url) as c:
         out = await c.complete("The history of the printing press", max_tokens=96, logprobs=1)
     assert len(out.tokens) > 40
     assert detect_garbage(out.text, out.tokens) is None, out.text
@@ -70,7 +51,7 @@ async def test_detectors_quiet_on_long_greedy_gemma_output(
 async def test_probe_real_server_and_cli(
     llama_server: str, gemma_path: str, tmp_path: Path
 ) -> None:
-    async with serve(llama_server, gemma_path, tmp_path) as url:
+    async with serve_llama(llama_server, gemma_path, tmp_path) as url:
         res = await run_probe(url, timeout_s=10)
         print(f"probe: {res.verdict} ({res.elapsed_s:.3f}s)")
         assert res.passed and res.health_status == 200 and "Paris" in (res.output or "")
