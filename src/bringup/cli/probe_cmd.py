@@ -9,7 +9,7 @@ import sys
 import click
 
 from bringup.checks.probe import run_probe
-from bringup.cli.secrets_env import api_key_from_env
+from bringup.cli.secrets_env import api_key_env_option, api_key_from_env
 
 
 @click.command("probe")
@@ -23,12 +23,7 @@ from bringup.cli.secrets_env import api_key_from_env
     help="Seconds for the whole probe (health, one generation, detectors).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
-@click.option(
-    "--api-key-env",
-    default=None,
-    metavar="NAME",
-    help="Environment variable holding the server's API key (never printed).",
-)
+@api_key_env_option
 @click.option("--health-path", default="/health", show_default=True, help="Health endpoint.")
 @click.option("--model", default=None, help="Model name to send (servers with several).")
 def probe(

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import os
 
+import click
+
 from bringup.errors import BringupError
+
+api_key_env_option = click.option(
+    "--api-key-env",
+    default=None,
+    metavar="NAME",
+    help="Environment variable holding the server's API key (never printed or stored).",
+)
 
 
 def api_key_from_env(name: str | None) -> str | None:

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.live import Live
 
 from bringup.cli.render import ProgressLine, print_live_server, print_outcome
-from bringup.cli.secrets_env import api_key_from_env
+from bringup.cli.secrets_env import api_key_env_option, api_key_from_env
 from bringup.errors import BringupError
 from bringup.spec import Spec, load_spec, parse_set, parse_spec
 from bringup.store import Store
@@ -23,12 +23,6 @@ db_option = click.option(
 )
 runs_option = click.option(
     "--runs-dir", default="runs", show_default=True, help="Folder for per-trial logs."
-)
-api_key_option = click.option(
-    "--api-key-env",
-    default=None,
-    metavar="NAME",
-    help="Environment variable holding the server's API key (never stored).",
 )
 
 
@@ -79,7 +73,7 @@ def _sweep(
 )
 @click.option("--planner", default=None, help="grid | default (overrides plan.planner).")
 @click.option("--max-trials", type=int, default=None, help="Stop after this many trials.")
-@api_key_option
+@api_key_env_option
 def sweep(
     spec_path: str,
     db: str,
@@ -106,7 +100,7 @@ def sweep(
     is_flag=True,
     help="Reuse a server already on the pinned port if it serves the same model.",
 )
-@api_key_option
+@api_key_env_option
 def launch(
     spec_path: str,
     sets: tuple[str, ...],

@@ -13,7 +13,7 @@ import time
 
 import click
 
-from bringup.cli.secrets_env import api_key_from_env
+from bringup.cli.secrets_env import api_key_env_option, api_key_from_env
 from bringup.watch import WatchEvent, WatchOptions, run_command, watch_server
 
 
@@ -51,9 +51,7 @@ from bringup.watch import WatchEvent, WatchOptions, run_command, watch_server
 @click.option(
     "--count", default=None, type=click.IntRange(min=1), help="Stop after this many probes."
 )
-@click.option(
-    "--api-key-env", default=None, metavar="NAME", help="Environment variable holding the API key."
-)
+@api_key_env_option
 @click.option("--health-path", default="/health", show_default=True, help="Health endpoint.")
 @click.option("--model", default=None, help="Model name to send.")
 def watch(
