@@ -28,8 +28,9 @@ def gemma_path() -> str:
         pytest.skip("the Gemma 3 270M model is not installed (run `make engine`)")
 
 
-def make_spec(model: str, extra: str = "") -> Spec:
-    text = f"""
+def spec_text(model: str, extra: str = "") -> str:
+    """A small spec over the real model: two flags, tiny benchmark, no accuracy stage."""
+    return f"""
 [engine]
 name = "llama.cpp"
 [model]
@@ -55,7 +56,10 @@ warmup = 0
 accuracy = false
 {extra}
 """
-    return parse_spec(text, source="integration.toml")
+
+
+def make_spec(model: str, extra: str = "") -> Spec:
+    return parse_spec(spec_text(model, extra), source="integration.toml")
 
 
 @pytest.fixture
@@ -66,3 +70,8 @@ def spec(llama_server: str, gemma_path: str) -> Spec:
 @pytest.fixture
 def spec_factory(llama_server: str) -> Callable[..., Spec]:
     return make_spec
+
+
+@pytest.fixture
+def spec_text_factory(llama_server: str) -> Callable[..., str]:
+    return spec_text

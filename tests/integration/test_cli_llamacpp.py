@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -16,31 +17,7 @@ from bringup.store import Store
 
 pytestmark = pytest.mark.integration
 
-SPEC = """
-[engine]
-name = "llama.cpp"
-[model]
-path = "{model}"
-[launch]
-args = ["-c", "1024", "--no-warmup", "-t", "2"]
-stop_grace_s = 10
-[space]
-"--flash-attn" = ["off", "on"]
-"--cache-type-v" = ["f16", "q8_0"]
-[reference]
-"--flash-attn" = "off"
-"--cache-type-v" = "f16"
-[bench]
-concurrency = [1]
-input_tokens = 16
-output_tokens = 8
-requests = 2
-warmup = 0
-[checks]
-accuracy = false
-[plan]
-planner = "grid"
-"""
+GRID = '[plan]\nplanner = "grid"\n'
 
 
 def _bringup(*args: str, cwd: Path) -> subprocess.Popen[bytes]:
@@ -58,9 +35,9 @@ def _gone(pid: int) -> bool:
 
 
 def test_ctrl_c_stops_engine_and_marks_trial(
-    gemma_path: str, llama_server: str, tmp_path: Path
+    gemma_path: str, spec_text_factory: Callable[..., str], tmp_path: Path
 ) -> None:
-    (tmp_path / "s.toml").write_text(SPEC.format(model=gemma_path))
+    (tmp_path / "s.toml").write_text(spec_text_factory(gemma_path, GRID))
     proc = _bringup("sweep", "s.toml", "--db", "b.db", cwd=tmp_path)
     engine_pid = None
     deadline = time.time() + 120
@@ -82,8 +59,10 @@ def test_ctrl_c_stops_engine_and_marks_trial(
     assert rows[-1]["status"] == "interrupted"
 
 
-def test_rerun_resumes_from_store(gemma_path: str, llama_server: str, tmp_path: Path) -> None:
-    (tmp_path / "s.toml").write_text(SPEC.format(model=gemma_path))
+def test_rerun_resumes_from_store(
+    gemma_path: str, spec_text_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    (tmp_path / "s.toml").write_text(spec_text_factory(gemma_path, GRID))
     first = _bringup("sweep", "s.toml", "--db", "b.db", "--max-trials", "2", cwd=tmp_path)
     out1 = first.communicate(timeout=300)[0].decode()
     assert first.returncode in (0, 1), out1
