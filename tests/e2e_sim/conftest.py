@@ -26,6 +26,7 @@ from bringup.spec import Config, Spec, load_spec
 from bringup.store import Store
 from bringup.sweep import SweepOptions, SweepOutcome, prepare, run_sweep
 from bringup.testing.simengine.__main__ import parse_argv
+from bringup.testing.simengine.evaluate import KIND_CATEGORY
 from bringup.testing.simengine.world import World, load_world
 from bringup.verdict import Category, Stage, TrialResult
 
@@ -36,13 +37,6 @@ STARTUP_REAL_S = 0.3  # a healthy simulated start-up, in real seconds
 REFERENCE_TTFT_MS = 10.0  # the world's reference TTFT after scaling
 REFERENCE_TOK_S = 200.0  # the world's reference throughput after scaling
 
-_KIND_CATEGORY = {
-    "hang": Category.STARTUP_TIMEOUT_OR_HANG,
-    "garbage": Category.GARBAGE_OUTPUT,
-    "wrong_answer": Category.WRONG_ANSWER,
-    "drift": Category.ACCURACY_REGRESSION,
-    "load_errors": Category.ERRORS_UNDER_LOAD,
-}
 # where bringup records each kind of failure: a crash or hang before /health says ready
 _KIND_STAGE = {
     "crash": Stage.READY,
@@ -111,7 +105,7 @@ def world_verdict(world: World, spec: Spec, config: Config) -> Truth:
         min_agree = spec.checks.min_token_agreement or DEFAULT_MIN_TOKEN_AGREEMENT
         if rule.logprob_drift <= max_mad and rule.token_agreement >= min_agree:
             return Truth(None, None, tput)  # drifts within tolerance: it works
-    category = rule.category or _KIND_CATEGORY.get(rule.kind)
+    category = rule.category or KIND_CATEGORY.get(rule.kind)
     return Truth(category, rule.stage or _KIND_STAGE[rule.kind], tput)
 
 

@@ -23,7 +23,8 @@ from bringup.verdict import Category, Stage, Status, TrialResult
 CORPUS = Path("/work/shared/corpus/failure_logs.jsonl")
 _T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
 
-_KIND_CATEGORY = {
+# the verdict category each kind of simulated misbehaviour stands for
+KIND_CATEGORY = {
     "hang": Category.STARTUP_TIMEOUT_OR_HANG,
     "garbage": Category.GARBAGE_OUTPUT,
     "wrong_answer": Category.WRONG_ANSWER,
@@ -180,7 +181,7 @@ def _apply_outcome(
     elif outcome.kind in ("garbage", "wrong_answer"):
         result.fail(
             stage,
-            outcome.category or _KIND_CATEGORY[outcome.kind],
+            outcome.category or KIND_CATEGORY[outcome.kind],
             [f"answer: {outcome.text[:60]!r}"],
         )
         seconds = checked_s
