@@ -1,27 +1,27 @@
-"""The streaming client: the parser tap, its fallback, request bodies and error kinds."""
+"""The streaming client: stamped reads, request bodies and error kinds."""
 
 from __future__ import annotations
 
+import asyncio
+
 import aiohttp
 import orjson
-import pytest
 
 from bringup.bench import BenchConfig
-from bringup.bench import client as client_mod
-from bringup.bench.client import _SINKS, api_url, make_session, request_body, root_url, send
+from bringup.bench.client import api_url, make_session, request_body, root_url, send, stream_pool
 from bringup.bench.records import RequestRecord
 from bringup.testing.fakeserver import FakeServer, FakeServerConfig
 
 
 async def _one(srv: FakeServer, cfg: BenchConfig) -> tuple[RequestRecord, str | None]:
-    async with make_session(cfg, 1) as session:
+    async with stream_pool(srv.url, cfg) as pool:
         rec = RequestRecord(index=0, scheduled=0.0)
         body = request_body(cfg, "a b c", length_options=True)
-        detail = await send(session, api_url(srv.url, "completions"), body, rec, 10.0)
+        detail = await send(pool, body, rec, 10.0)
     return rec, detail
 
 
-async def test_tapped_reader_stamps_every_event_and_cleans_up() -> None:
+async def test_every_event_is_stamped_on_receipt() -> None:
     cfg = BenchConfig(output_tokens=6)
     async with FakeServer(FakeServerConfig(event_rate=100)) as srv:
         rec, detail = await _one(srv, cfg)
@@ -30,15 +30,10 @@ async def test_tapped_reader_stamps_every_event_and_cleans_up() -> None:
     # 10 ms apart on the server: separate reads, so separate stamps
     assert all(b > a for a, b in zip(rec.event_times, rec.event_times[1:], strict=False))
     assert len(rec.client_lag) == 6 and all(lag >= 0 for lag in rec.client_lag)
-    assert _SINKS == {}
     assert rec.sent < rec.event_times[0] <= rec.end
 
 
-async def test_readany_fallback_gives_the_same_record(monkeypatch: pytest.MonkeyPatch) -> None:
-    async def refuse(*args: object) -> bool:
-        return False
-
-    monkeypatch.setattr(client_mod, "_tap_body", refuse)
+async def test_chunks_of_several_tokens_count_every_token() -> None:
     async with FakeServer(FakeServerConfig(event_rate=200, tokens_per_event=2)) as srv:
         rec, _ = await _one(srv, BenchConfig(output_tokens=8))
     assert rec.ok and rec.output_tokens == 8 and len(rec.event_times) == 4
@@ -54,21 +49,22 @@ async def test_cut_stream_and_http_errors_have_kinds() -> None:
         rec, detail = await _one(srv, BenchConfig(output_tokens=6))
     assert rec.error == "http_500" and detail is not None and "injected" in detail
     cfg = BenchConfig(output_tokens=2)
-    async with make_session(cfg, 1) as session:
+    async with stream_pool("http://127.0.0.1:9", cfg) as pool:
         rec = RequestRecord(index=0, scheduled=0.0)
-        await send(session, "http://127.0.0.1:9/v1/completions", b"{}", rec)
+        await send(pool, b"{}", rec)
     assert rec.error == "connect"
 
 
 async def test_timeout_while_streaming_is_a_timeout() -> None:
     async with FakeServer(FakeServerConfig(event_rate=2)) as srv:
         cfg = BenchConfig(output_tokens=20)
-        async with make_session(cfg, 1) as session:
+        async with stream_pool(srv.url, cfg) as pool:
             rec = RequestRecord(index=0, scheduled=0.0)
             body = request_body(cfg, "x", length_options=False)
-            await send(session, api_url(srv.url, "completions"), body, rec, 0.3)
+            await send(pool, body, rec, 0.3)
+        await asyncio.sleep(0.05)  # the server sees the close on its next turn
+        assert srv.stats.active == 0  # the timed-out stream's connection was closed
     assert rec.error == "timeout"
-    assert _SINKS == {}
 
 
 def test_request_bodies_and_urls() -> None:
@@ -87,19 +83,21 @@ async def test_api_key_goes_in_the_header_only() -> None:
     cfg = BenchConfig(api_key="sk-test")
     async with make_session(cfg, 1) as session:
         assert session.headers["Authorization"] == "Bearer sk-test"
-    assert b"sk-test" not in request_body(cfg, "x", length_options=True)
     assert isinstance(session, aiohttp.ClientSession)
+    pool = stream_pool("http://127.0.0.1:9", cfg)
+    assert b"\r\nAuthorization: Bearer sk-test\r\n" in pool.head
+    assert b"sk-test" not in request_body(cfg, "x", length_options=True)
 
 
 async def test_unannounced_close_after_a_stream_is_retried_once_not_an_error() -> None:
     cfg = BenchConfig(output_tokens=3)
     fake = FakeServer(FakeServerConfig(event_rate=1000, close_after_stream=True))
-    async with fake as srv, make_session(cfg, 1) as session:
+    async with fake as srv, stream_pool(srv.url, cfg) as pool:
         recs = []
         for i in range(3):
             rec = RequestRecord(index=i, scheduled=0.0)
             body = request_body(cfg, "x", length_options=True)
-            await send(session, api_url(srv.url, "completions"), body, rec, 10.0)
+            await send(pool, body, rec, 10.0)
             recs.append(rec)
     assert all(r.ok and r.output_tokens == 3 for r in recs)
     assert recs[0].retries == 0

@@ -139,18 +139,27 @@ def test_spread_gives_each_event_one_token_and_the_excess_by_length(
     assert got == expected
 
 
-async def test_parse_queue_parses_in_the_background_and_on_close() -> None:
+async def test_parse_queue_defers_until_close_and_parses_early_over_budget() -> None:
     import asyncio
 
     from bringup.bench.records import ParseQueue
 
-    queue = ParseQueue()
-    first, second = _record(), _record()
     done = _text(" a", "length") + b"data: [DONE]\n\n"
-    queue.submit(first, [(10.1, done)])
+    queue = ParseQueue()
+    held = _record()
+    queue.submit(held, [(10.1, done)])
     for _ in range(3):
         await asyncio.sleep(0)
-    assert first.ok and first.output_tokens == 1  # parsed between other callbacks
-    queue.submit(second, [(10.2, _text(" b"))])
+    assert held.output_tokens == 0 and queue.held > 0  # nothing parsed while streams run
     await queue.close()
+    assert held.ok and held.output_tokens == 1 and queue.held == 0
+
+    small = ParseQueue(budget_bytes=len(done) + 150)
+    first, second = _record(), _record()
+    small.submit(first, [(10.1, done)])
+    small.submit(second, [(10.2, _text(" b"))])  # over budget: the oldest goes first
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert first.ok and first.output_tokens == 1
+    await small.close()
     assert second.error == "incomplete" and second.text == " b"

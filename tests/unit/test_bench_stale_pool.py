@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from bringup.bench import BenchConfig
-from bringup.bench.client import api_url, make_session, request_body, send
+from bringup.bench.client import request_body, send, stream_pool
 from bringup.bench.records import RequestRecord
 from bringup.testing.fakeserver import FakeServer, FakeServerConfig
 
@@ -22,14 +22,13 @@ async def test_closed_loop_over_stale_pool_loses_no_request() -> None:
     cfg = BenchConfig(output_tokens=3)
     fake = FakeServer(FakeServerConfig(event_rate=1000, close_after_stream=True))
     recs: list[RequestRecord] = []
-    async with fake as srv, make_session(cfg, WORKERS) as session:
-        url = api_url(srv.url, "completions")
+    async with fake as srv, stream_pool(srv.url, cfg) as pool:
         body = request_body(cfg, "x", length_options=True)
 
         async def worker(w: int) -> None:
             for i in range(PER_WORKER):
                 rec = RequestRecord(index=w * PER_WORKER + i, scheduled=0.0)
-                await send(session, url, body, rec, 10.0)
+                await send(pool, body, rec, 10.0)
                 recs.append(rec)
 
         await asyncio.gather(*(worker(w) for w in range(WORKERS)))

@@ -20,10 +20,9 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import aiohttp
-
 from bringup.bench.client import cancel_all, send
 from bringup.bench.records import ParseQueue, RequestRecord, now
+from bringup.bench.stream_http import StreamPool
 
 
 @dataclass
@@ -59,33 +58,32 @@ def arrival_offsets(
 
 
 async def _one(
-    session: aiohttp.ClientSession,
-    url: str,
+    pool: StreamPool,
     body: bytes,
     rec: RequestRecord,
     run: LevelRun,
     cap: asyncio.Semaphore | None,
     parser: ParseQueue,
+    timeout_s: float,
 ) -> None:
-    timeout = session.timeout.total or 300.0
     if cap is None:
-        detail = await send(session, url, body, rec, timeout, parser)
+        detail = await send(pool, body, rec, timeout_s, parser)
     else:
         async with cap:
-            detail = await send(session, url, body, rec, timeout, parser)
+            detail = await send(pool, body, rec, timeout_s, parser)
     if rec.error and detail:
         run.error_examples.setdefault(rec.error, detail)
     run.records.append(rec)
 
 
 async def closed_loop(
-    session: aiohttp.ClientSession,
-    url: str,
+    pool: StreamPool,
     bodies: Sequence[bytes],
     *,
     concurrency: int,
     requests: int | None,
     duration_s: float | None,
+    timeout_s: float = 300.0,
     shard: tuple[int, int] = (0, 1),
 ) -> LevelRun:
     """``concurrency`` workers (this shard's share), bounded by ``requests`` or ``duration_s``."""
@@ -108,7 +106,7 @@ async def closed_loop(
             i = next(counter)
             rec = RequestRecord(index=i, scheduled=now())
             rec.dispatched = rec.scheduled
-            await _one(session, url, bodies[i % len(bodies)], rec, run, None, parser)
+            await _one(pool, bodies[i % len(bodies)], rec, run, None, parser, timeout_s)
 
     parser = ParseQueue()
     tasks = [asyncio.create_task(worker()) for _ in range(workers)]
@@ -121,13 +119,13 @@ async def closed_loop(
 
 
 async def open_loop(
-    session: aiohttp.ClientSession,
-    url: str,
+    pool: StreamPool,
     bodies: Sequence[bytes],
     *,
     t0: float,
     offsets: Sequence[float],
     max_concurrency: int | None,
+    timeout_s: float = 300.0,
     shard: tuple[int, int] = (0, 1),
 ) -> LevelRun:
     """Dispatch request ``i`` at ``t0 + offsets[i]`` (this shard's ``i``), capped if asked."""
@@ -150,7 +148,7 @@ async def open_loop(
             rec.dispatched = now()
             tasks.append(
                 asyncio.create_task(
-                    _one(session, url, bodies[i % len(bodies)], rec, run, cap, parser)
+                    _one(pool, bodies[i % len(bodies)], rec, run, cap, parser, timeout_s)
                 )
             )
         await asyncio.gather(*tasks)
@@ -161,15 +159,15 @@ async def open_loop(
 
 
 async def warm_up(
-    session: aiohttp.ClientSession, url: str, bodies: Sequence[bytes], count: int, concurrency: int
+    pool: StreamPool, bodies: Sequence[bytes], count: int, concurrency: int, timeout_s: float
 ) -> None:
     """``count`` requests whose results are thrown away (caches, graphs, connections)."""
     if count <= 0:
         return
     await closed_loop(
-        session,
-        url,
+        pool,
         bodies,
+        timeout_s=timeout_s,
         concurrency=max(1, min(concurrency, count)),
         requests=count,
         duration_s=None,

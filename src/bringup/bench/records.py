@@ -191,37 +191,49 @@ def parse_stream(rec: RequestRecord, reads: list[tuple[float, bytes]]) -> None:
 
 
 class ParseQueue:
-    """Parses finished streams one at a time, yielding to the loop between them.
+    """Holds finished streams' raw reads and parses them once the window is over.
 
-    In a closed loop many streams often end together; parsing them all at once would
-    block the loop for as long, and every event arriving meanwhile would be stamped late.
-    Queued records are parsed between other callbacks; :meth:`close` parses what is left.
+    Parsing an SSE stream costs a few µs per event; done while other streams are still
+    arriving, every read that lands during a parse is stamped late by it (measured: lag p99
+    3.0 ms with parsing between callbacks against 1.3 ms with parsing deferred, at 256
+    streams x 50 events/s). So records wait, raw, until :meth:`close`. Only when the held
+    bytes pass ``budget_bytes`` are the oldest parsed in the background, one per loop turn,
+    until half the budget is left: memory stays bounded on long windows.
     """
 
-    def __init__(self) -> None:
-        self._pending: deque[tuple[RequestRecord, list[tuple[float, bytes]]]] = deque()
-        self._wake = asyncio.Event()
+    _PER_READ = 100  # bytes a (stamp, bytes) tuple costs beyond its payload
+
+    def __init__(self, budget_bytes: int = 256 << 20) -> None:
+        self.budget = budget_bytes
+        self.held = 0
+        self._pending: deque[tuple[RequestRecord, list[tuple[float, bytes]], int]] = deque()
         self._task: asyncio.Task[None] | None = None
 
     def submit(self, rec: RequestRecord, reads: list[tuple[float, bytes]]) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run())
-        self._pending.append((rec, reads))
-        self._wake.set()
+        size = sum(len(b) for _, b in reads) + self._PER_READ * len(reads)
+        self._pending.append((rec, reads, size))
+        self.held += size
+        if self.held > self.budget and self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._drain())
 
-    async def _run(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._pending:
-                parse_stream(*self._pending.popleft())
+    def _parse_oldest(self) -> None:
+        rec, reads, size = self._pending.popleft()
+        self.held -= size
+        parse_stream(rec, reads)
+
+    async def _drain(self) -> None:
+        try:
+            while self._pending and self.held > self.budget // 2:
+                self._parse_oldest()
                 await asyncio.sleep(0)
+        finally:
+            self._task = None
 
     async def close(self) -> None:
-        """Stop the background parser and parse every record still queued."""
+        """Parse every record still held."""
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
         while self._pending:
-            parse_stream(*self._pending.popleft())
+            self._parse_oldest()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Literal
 
-from bringup.bench.client import endpoint_url, make_session, request_body
+from bringup.bench.client import make_session, request_body, stream_pool
 from bringup.bench.config import BenchConfig
 from bringup.bench.load import LevelRun, arrival_offsets, warm_up
 from bringup.bench.metrics import WindowFigures, window_figures
@@ -64,7 +64,6 @@ async def run_benchmark(base_url: str, cfg: BenchConfig) -> BenchReport:
                 for p in prepared.prompts
             ]
             prompts = _Prompts(bodies)
-            url = endpoint_url(base_url, run_cfg)
             plan: list[tuple[Literal["concurrency", "rate"], float]] = [
                 ("concurrency", float(c)) for c in cfg.concurrency
             ] + [("rate", r) for r in cfg.request_rate]
@@ -75,7 +74,10 @@ async def run_benchmark(base_url: str, cfg: BenchConfig) -> BenchReport:
                 watch = SentinelsUnderLoad(session, base_url, run_cfg)
                 for rep in range(cfg.repeats):
                     warm_c = int(value) if kind == "concurrency" else 1
-                    await warm_up(session, url, prompts.take(cfg.warmup), cfg.warmup, warm_c)
+                    async with stream_pool(base_url, run_cfg) as warm:
+                        await warm_up(
+                            warm, prompts.take(cfg.warmup), cfg.warmup, warm_c, cfg.timeout_s
+                        )
                     if rep == 0:
                         watch.start()
                     run = await _measure(base_url, run_cfg, prompts, kind, value, rep, pool)

@@ -20,7 +20,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
-from bringup.bench.client import endpoint_url, make_session
+from bringup.bench.client import stream_pool
 from bringup.bench.config import BenchConfig
 from bringup.bench.load import LevelRun, closed_loop, open_loop
 from bringup.bench.records import now
@@ -63,19 +63,16 @@ async def drive(win: Window) -> LevelRun:
 
 async def _drive(win: Window) -> LevelRun:
     cfg = win.cfg
-    url = endpoint_url(win.base_url, cfg)
-    n = win.shard[1]
-    conns = int(win.value) if win.kind == "concurrency" else (cfg.max_concurrency or 1024)
-    async with make_session(cfg, -(-conns // n)) as session:
+    async with stream_pool(win.base_url, cfg) as pool:
         delay = win.t0 - now()
         if delay > 0:
             await asyncio.sleep(delay)
         if win.kind == "concurrency":
             bounded = cfg.duration_s is None
             return await closed_loop(
-                session,
-                url,
+                pool,
                 win.bodies,
+                timeout_s=cfg.timeout_s,
                 concurrency=int(win.value),
                 requests=cfg.requests if bounded else None,
                 duration_s=cfg.duration_s,
@@ -83,9 +80,9 @@ async def _drive(win: Window) -> LevelRun:
             )
         assert win.offsets is not None
         return await open_loop(
-            session,
-            url,
+            pool,
             win.bodies,
+            timeout_s=cfg.timeout_s,
             t0=win.t0,
             offsets=win.offsets,
             max_concurrency=cfg.max_concurrency,
