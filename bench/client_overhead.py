@@ -125,6 +125,7 @@ def drive(
     cwd: Path | None = None,
     window_file: Path | None = None,
 ) -> Figures:
+    CACHE.mkdir(parents=True, exist_ok=True)
     log = CACHE / f"{tool}.run.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(

@@ -37,4 +37,6 @@ async def test_closed_loop_over_stale_pool_loses_no_request() -> None:
     assert failed == []
     assert all(r.output_tokens == 3 for r in recs)
     assert served == WORKERS * PER_WORKER  # every request reached the server exactly once
-    assert any(r.retries for r in recs), "the load met no stale connection; the test is moot"
+    retried = sum(r.retries for r in recs)
+    assert retried, "the load met no stale connection; the test is moot"
+    assert retried <= WORKERS  # after the first stale attempts the pool stops reusing

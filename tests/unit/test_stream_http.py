@@ -129,3 +129,24 @@ def test_only_http_urls() -> None:
         StreamPool("ftp://h/x", {})
     assert StreamPool("https://h/v1/x?a=1", {}).head.startswith(b"POST /v1/x?a=1 HTTP/1.1")
     assert StreamPool("https://h/v1", {}).port == 443
+
+
+async def test_a_server_that_closes_after_each_response_stops_reuse() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await writer.drain()
+        await reader.read(1)  # then close unannounced, as llama-server does after a stream
+
+    stale = 0
+    async with raw_server(handler) as (url, conns), StreamPool(url, {}) as pool:
+        for _ in range(6):
+            while True:
+                try:
+                    assert await pool.post(b"{}", [], 5.0) == 200
+                    break
+                except StreamError as exc:
+                    assert exc.stale
+                    stale += 1
+    assert stale == 1 and not pool.reuse  # one failed attempt taught the pool
+    assert len(conns) == 6  # the stale attempt went out on the first one, reused

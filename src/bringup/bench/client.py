@@ -111,9 +111,9 @@ async def send(
     """
     reads: list[tuple[float, bytes]] = []
     detail: str | None = None
-    rec.sent = now()
-    deadline = rec.sent + timeout_s
+    deadline = now() + timeout_s
     while True:
+        rec.sent = now()  # the attempt the server answers is the one timed
         rec.error = detail = None
         try:
             rec.status = await pool.post(body, reads, deadline - now())

@@ -47,6 +47,7 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.reused = False
+        self.idle_since = 0.0
         self.keep_alive = False
         self._reads: list[tuple[float, bytes]] | None = None
         self._done: asyncio.Future[int] | None = None
@@ -176,6 +177,7 @@ class StreamPool:
         self.head = ("\r\n".join(lines) + "\r\nContent-Length: ").encode("latin-1")
         self._idle: list[_Connection] = []
         self._all: set[_Connection] = set()
+        self.reuse = True  # off once the server is seen closing connections right after use
 
     async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
@@ -212,11 +214,16 @@ class StreamPool:
         try:
             async with asyncio.timeout_at(_loop_time(deadline)):
                 status = await done
-        except BaseException:
+        except BaseException as exc:
             conn.abandon()
             self._all.discard(conn)
+            if isinstance(exc, StreamError) and exc.stale and now() - conn.idle_since < 1.0:
+                # closed within a second of its last response without saying so (llama-server
+                # does this after every stream): reusing would only cost a failed attempt
+                self.reuse = False
             raise
-        if conn.keep_alive and not conn.closed:
+        if self.reuse and conn.keep_alive and not conn.closed:
+            conn.idle_since = now()
             self._idle.append(conn)
         else:
             conn.retire()
