@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from bringup.cli.main import cli
@@ -89,3 +90,18 @@ def test_set_needs_a_flag(tmp_path: Path) -> None:
     )
     assert code == 2
     assert "must start with '-'" in out or "llama-server" in out
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("http://127.0.0.1:9", "nothing accepts connections at 127.0.0.1:9"),
+        ("127.0.0.1:8080", "is not a server URL; give one like http://"),
+        ("ftp://h/v1", "is not a server URL"),
+    ],
+)
+def test_bench_names_a_dead_or_malformed_url_before_any_load(url: str, says: str) -> None:
+    code, out = _run("bench", url)
+    assert code == 2
+    assert says in out and "Traceback" not in out
+    assert "out tok/s" not in out  # no empty results table

@@ -16,7 +16,9 @@ server refused them at preparation (see :mod:`bringup.bench.prompts`).
 from __future__ import annotations
 
 import asyncio
+import socket
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
@@ -24,6 +26,7 @@ import orjson
 from bringup.bench.config import BenchConfig
 from bringup.bench.records import ParseQueue, RequestRecord, now, parse_stream
 from bringup.bench.stream_http import StreamError, StreamPool
+from bringup.errors import BringupError
 
 _READ_BUFSIZE = 1 << 18  # large reads: fewer wake-ups when many events are queued
 
@@ -42,6 +45,24 @@ def root_url(base_url: str, path: str) -> str:
     if base.endswith("/v1"):
         base = base[:-3]
     return f"{base}/{path}"
+
+
+def check_reachable(base_url: str, timeout_s: float = 3.0) -> None:
+    """Raise :class:`BringupError` unless ``base_url`` is http(s) and accepts a TCP connection."""
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BringupError(
+            f"{base_url!r} is not a server URL; give one like http://127.0.0.1:8080."
+        )
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise BringupError(
+            f"nothing accepts connections at {parts.hostname}:{port} ({reason}); "
+            "start the server or fix the URL."
+        ) from exc
 
 
 def make_session(cfg: BenchConfig, connections: int) -> aiohttp.ClientSession:

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bringup.bench import BenchConfig, BenchReport, Distribution, run_benchmark_sync
+from bringup.bench.client import check_reachable
 
 
 def _floats(text: str | None) -> list[float]:
@@ -101,6 +102,7 @@ def bench(
         )  # fmt: skip
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
+    check_reachable(url)
     report = run_benchmark_sync(url, cfg)
     if as_json:
         sys.stdout.write(orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
