@@ -20,16 +20,9 @@ from typing import Any
 
 import aiohttp
 
-from bringup.errors import BringupError
+from bringup.errors import RequestError
 
-
-class RequestError(BringupError):
-    """The server answered with an error, answered nonsense, or did not answer in time."""
-
-    def __init__(self, message: str, status: int = 0, body: str = "") -> None:
-        super().__init__(message)
-        self.status = status
-        self.body = body
+__all__ = ["Completion", "OpenAIClient", "RequestError", "parse_completion", "parse_logprobs"]
 
 
 @dataclass

@@ -13,6 +13,10 @@ Exceptions are for misuse and for conditions the user must fix before anything r
     └── StoreError           the results database cannot be opened or migrated
 
 Every message is one sentence that says what to fix; the CLI prints it and exits non-zero.
+
+Apart from that tree, :class:`RequestError` is a request the server under test failed: its
+failure, not the user's. Inside a trial it becomes a verdict; the CLI prints any that
+escapes a command as one sentence and exits 1.
 """
 
 from __future__ import annotations
@@ -50,3 +54,12 @@ class PortBusyError(BringupError):
 
 class StoreError(BringupError):
     pass
+
+
+class RequestError(Exception):
+    """The server answered with an error, answered nonsense, or did not answer in time."""
+
+    def __init__(self, message: str, status: int = 0, body: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body

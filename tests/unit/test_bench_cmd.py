@@ -29,10 +29,11 @@ def test_bench_prints_a_table_and_json() -> None:
     assert data["config"]["output_tokens"] == 4
 
 
-def test_unreachable_server_exits_non_zero_with_one_sentence() -> None:
-    result = CliRunner().invoke(bench, ["http://127.0.0.1:9", "--requests", "1", "--warmup", "0"])
+def test_a_server_failing_every_request_exits_non_zero_with_one_sentence() -> None:
+    with FakeServerProcess(FakeServerConfig(fail_every=1)) as fake:
+        result = CliRunner().invoke(bench, [fake.url, "--requests", "2", "--warmup", "0"])
     assert result.exit_code == 1
-    assert "no request to http://127.0.0.1:9 succeeded" in result.output
+    assert f"no request to {fake.url} succeeded ({{'http_500': 2}})" in result.output
 
 
 def test_bad_levels_are_usage_errors() -> None:

@@ -1,7 +1,8 @@
 """The ``bringup`` command: a thin shell over the library.
 
 This is the only place where errors become exit codes: a :class:`BringupError` prints its
-one sentence and exits non-zero; Ctrl-C stops every engine bringup started and exits 130.
+one sentence and exits non-zero, a :class:`RequestError` (the server failed) exits 1;
+Ctrl-C stops every engine bringup started and exits 130.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, NoReturn
 import click
 
 from bringup import __version__
-from bringup.errors import BringupError
+from bringup.errors import BringupError, RequestError
 
 # Commands living in their own modules: (module, attribute).
 COMMANDS: list[tuple[str, str]] = [
@@ -38,6 +39,9 @@ class BringupGroup(click.Group):
         except BringupError as exc:
             click.echo(f"bringup: {exc}", err=True)
             sys.exit(exc.exit_code)
+        except RequestError as exc:  # the server under test failed a request
+            click.echo(f"bringup: the server failed: {exc}", err=True)
+            sys.exit(1)
         except KeyboardInterrupt:
             from bringup.server.process import stop_all
 
