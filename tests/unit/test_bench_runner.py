@@ -39,6 +39,12 @@ async def test_closed_loop_levels_counts_and_summary_keys() -> None:
     orjson.dumps(report.to_dict())  # JSON-able
 
 
+async def test_a_closed_loop_level_runs_at_least_two_waves_of_its_concurrency() -> None:
+    report = await _bench(FakeServerConfig(event_rate=400), concurrency=[1, 4], requests=3)
+    # c4 with 3 requests would never have 4 in flight: it runs 8
+    assert [lv.metrics.completed for lv in report.levels] == [3, 8]
+
+
 async def test_multi_token_chunks_give_per_token_itl() -> None:
     # 4 tokens per event every 20 ms: 5 ms per token, not 20 ms per chunk
     report = await _bench(

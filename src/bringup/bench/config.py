@@ -22,8 +22,10 @@ Endpoint = Literal["completions", "chat"]
 class BenchConfig:
     """One benchmark: closed-loop levels (``concurrency``) then open-loop levels (``request_rate``).
 
-    ``requests`` and ``warmup`` are per level and per repeat; ``duration_s``, when set, also
-    bounds each measured window (whichever bound is hit first ends it). ``max_concurrency``
+    ``requests`` and ``warmup`` are per level and per repeat; a closed-loop level runs at
+    least twice its concurrency (:meth:`requests_at`), so that it holds that many requests
+    in flight for more than one wave. ``duration_s``, when set, bounds each measured window
+    instead of the request count. ``max_concurrency``
     caps in-flight requests of open-loop levels; time spent waiting for that cap is reported
     as queue time. ``processes`` > 1 splits each level over that many client processes.
     """
@@ -65,6 +67,14 @@ class BenchConfig:
             raise ValueError("requests, repeats and processes must be >= 1, warmup >= 0")
         if self.duration_s is not None and self.duration_s <= 0:
             raise ValueError("duration_s must be positive when set")
+
+    def requests_at(self, concurrency: int) -> int:
+        """Requests of a closed-loop level: ``requests``, raised to twice ``concurrency``.
+
+        With fewer requests than streams a "c64" level would never have 64 in flight, and
+        its figures would describe a lower concurrency under the higher one's name.
+        """
+        return max(self.requests, 2 * concurrency)
 
     @classmethod
     def from_spec(

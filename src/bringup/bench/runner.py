@@ -47,7 +47,8 @@ def _pool_size(cfg: BenchConfig) -> int:
     levels = len(cfg.concurrency) + len(cfg.request_rate)
     if cfg.duration_s is not None:
         return _POOL_CAP
-    return min(_POOL_CAP, levels * cfg.repeats * (cfg.requests + cfg.warmup))
+    per_level = max([cfg.requests, *(cfg.requests_at(c) for c in cfg.concurrency)])
+    return min(_POOL_CAP, levels * cfg.repeats * (per_level + cfg.warmup))
 
 
 async def run_benchmark(base_url: str, cfg: BenchConfig) -> BenchReport:
@@ -136,7 +137,8 @@ async def _measure(
         )
         bodies = prompts.take(len(offsets))
     else:
-        bodies = prompts.take(cfg.requests if cfg.duration_s is None else None)
+        bounded = cfg.requests_at(int(value)) if cfg.duration_s is None else None
+        bodies = prompts.take(bounded)
     win = Window(base_url, cfg, bodies, kind, value, now(), offsets)
     return await (pool.run(win) if pool is not None else drive(win))
 

@@ -74,7 +74,7 @@ async def _drive(win: Window) -> LevelRun:
                 win.bodies,
                 timeout_s=cfg.timeout_s,
                 concurrency=int(win.value),
-                requests=cfg.requests if bounded else None,
+                requests=cfg.requests_at(int(win.value)) if bounded else None,
                 duration_s=cfg.duration_s,
                 shard=win.shard,
             )

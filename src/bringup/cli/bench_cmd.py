@@ -64,7 +64,8 @@ def render_table(report: BenchReport) -> Table:
 @click.option("--input-tokens", type=click.IntRange(min=1), default=128, show_default=True)
 @click.option("--output-tokens", type=click.IntRange(min=1), default=64, show_default=True)
 @click.option("--requests", type=click.IntRange(min=1), default=16, show_default=True,
-              help="Requests per level and repeat (ignored when --duration is set).")  # fmt: skip
+              help="Requests per level and repeat, at least twice a closed-loop level's "
+              "concurrency (ignored when --duration is set).")  # fmt: skip
 @click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds per level and repeat; replaces --requests as the bound.")  # fmt: skip
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True)
