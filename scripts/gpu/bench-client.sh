@@ -3,19 +3,13 @@
 # concurrency, then bench/client_overhead.py (bringup's client only) where server and client
 # do not share cores.
 # Usage (from the repository root): scripts/gpu/bench-client.sh OUT_DIR
-# Env: LLAMA_SERVER, MODEL, SITE as for run-sweep.sh; PORT (default 18080).
+# Env: as in common.sh; PORT (default 18080).
 # Writes OUT_DIR/{bench.log,bench.json,server.log,client_overhead.log}.
 set -uo pipefail
-out=$(mkdir -p "${1:?output folder}" && cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
-server=${LLAMA_SERVER:-/root/stash/llama/build/bin/llama-server}
-model=${MODEL:-/root/.cache/bringup/models/gemma-3-270m-q4_k_m.gguf}
-site=${SITE:-/root/stash/site}
 port=${PORT:-18080}
-export PYTHONPATH="$repo/src${site:+:$site}" PYTHONUNBUFFERED=1 COLUMNS=${COLUMNS:-200}
-py=${PYTHON:-python3}
-bringup() { "$py" -c "from bringup.cli.main import main; main()" "$@"; }
+# shellcheck source=common.sh
+. "$here/common.sh"
 
 # 64 slots of 256 tokens: the benchmark's 128 in + 128 out
 "$server" -m "$model" -ngl 99 -fa on --parallel 64 -c 16384 --no-warmup \
