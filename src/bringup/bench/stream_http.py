@@ -54,7 +54,7 @@ class _Connection(asyncio.Protocol):
         self._parser: httptools.HttpResponseParser | None = None
         self._stamp = 0.0
         self._got_bytes = False
-        self.headers_done = False
+        self._headers_done = False
         self._framed = False  # Content-Length or chunked: the end is in the stream itself
 
     # ------------------------------------------------------------ asyncio callbacks
@@ -80,7 +80,7 @@ class _Connection(asyncio.Protocol):
         self.transport = None
         if self._done is None or self._done.done():
             return
-        if self.headers_done and not self._framed:  # a body delimited by the close
+        if self._headers_done and not self._framed:  # a body delimited by the close
             self._finish()
             return
         if not self._got_bytes:
@@ -101,7 +101,7 @@ class _Connection(asyncio.Protocol):
             self._framed = True
 
     def on_headers_complete(self) -> None:
-        self.headers_done = True
+        self._headers_done = True
 
     def on_body(self, body: bytes) -> None:
         if self._reads is not None:
@@ -118,7 +118,7 @@ class _Connection(asyncio.Protocol):
         assert self.transport is not None
         self._reads = reads
         self._parser = httptools.HttpResponseParser(self)
-        self._got_bytes = self.headers_done = self._framed = False
+        self._got_bytes = self._headers_done = self._framed = False
         self.keep_alive = False
         self._done = asyncio.get_running_loop().create_future()
         self.transport.write(payload)
