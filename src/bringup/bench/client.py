@@ -18,14 +18,13 @@ from __future__ import annotations
 import asyncio
 import socket
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
 
 from bringup.bench.config import BenchConfig
 from bringup.bench.records import ParseQueue, RequestRecord, now, parse_stream
-from bringup.bench.stream_http import StreamError, StreamPool
+from bringup.bench.stream_http import StreamError, StreamPool, server_address
 from bringup.errors import BringupError
 
 _READ_BUFSIZE = 1 << 18  # large reads: fewer wake-ups when many events are queued
@@ -49,27 +48,33 @@ def root_url(base_url: str, path: str) -> str:
 
 def check_reachable(base_url: str, timeout_s: float = 3.0) -> None:
     """Raise :class:`BringupError` unless ``base_url`` is http(s) and accepts a TCP connection."""
-    parts = urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        host, port, _ = server_address(base_url)
+    except ValueError:
         raise BringupError(
             f"{base_url!r} is not a server URL; give one like http://127.0.0.1:8080."
-        )
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+        ) from None
     try:
-        socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
+        socket.create_connection((host, port), timeout=timeout_s).close()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise BringupError(
-            f"nothing accepts connections at {parts.hostname}:{port} ({reason}); "
+            f"nothing accepts connections at {host}:{port} ({reason}); "
             "start the server or fix the URL."
         ) from exc
 
 
-def make_session(cfg: BenchConfig, connections: int) -> aiohttp.ClientSession:
-    """One pooled session sized for ``connections`` concurrent streams."""
+def _headers(cfg: BenchConfig) -> dict[str, str]:
+    """Headers of every benchmark request, with the API key when there is one."""
     headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
     if cfg.api_key:
         headers["Authorization"] = f"Bearer {cfg.api_key}"
+    return headers
+
+
+def make_session(cfg: BenchConfig, connections: int) -> aiohttp.ClientSession:
+    """One pooled session sized for ``connections`` concurrent streams."""
+    headers = _headers(cfg)
     connector = aiohttp.TCPConnector(limit=max(connections, 1), ttl_dns_cache=None)
     return aiohttp.ClientSession(
         connector=connector,
@@ -109,10 +114,7 @@ def endpoint_url(base_url: str, cfg: BenchConfig) -> str:
 
 def stream_pool(base_url: str, cfg: BenchConfig) -> StreamPool:
     """Keep-alive connections for the benchmark's streamed requests to ``base_url``."""
-    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-    if cfg.api_key:
-        headers["Authorization"] = f"Bearer {cfg.api_key}"
-    return StreamPool(endpoint_url(base_url, cfg), headers)
+    return StreamPool(endpoint_url(base_url, cfg), _headers(cfg))
 
 
 async def send(

@@ -27,6 +27,15 @@ import httptools
 from bringup.bench.records import now
 
 
+def server_address(url: str) -> tuple[str, int, bool]:
+    """``(host, port, tls)`` of an http(s) URL; ``ValueError`` for anything else."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s) URL: {url!r}")
+    tls = parts.scheme == "https"
+    return parts.hostname, parts.port or (443 if tls else 80), tls
+
+
 class StreamError(Exception):
     """A request that got no complete response; ``kind`` names why for the error tally.
 
@@ -163,12 +172,9 @@ class StreamPool:
         self, url: str, headers: Mapping[str, str], *, ssl_context: ssl.SSLContext | None = None
     ) -> None:
         parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not an http(s) URL: {url!r}")
-        self.host = parts.hostname
-        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.host, self.port, tls = server_address(url)
         self.ssl: ssl.SSLContext | None = None
-        if parts.scheme == "https":
+        if tls:
             self.ssl = ssl_context or ssl.create_default_context()
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         host = parts.netloc.rpartition("@")[2]
