@@ -38,6 +38,12 @@ class LevelRun:
             self.error_examples.setdefault(k, v)
 
 
+def _share(total: int, shard: tuple[int, int]) -> int:
+    """Shard ``(k, n)``'s part of ``total``: the first ``total % n`` shards take one more."""
+    k, n = shard
+    return total // n + (1 if k < total % n else 0)
+
+
 def arrival_offsets(
     rate: float, arrival: str, *, count: int | None, duration_s: float | None, seed: int
 ) -> list[float]:
@@ -89,8 +95,8 @@ async def closed_loop(
     """``concurrency`` workers (this shard's share), bounded by ``requests`` or ``duration_s``."""
     run = LevelRun()
     k, n = shard
-    workers = concurrency // n + (1 if k < concurrency % n else 0)
-    limit = None if requests is None else requests // n + (1 if k < requests % n else 0)
+    workers = _share(concurrency, shard)
+    limit = None if requests is None else _share(requests, shard)
     deadline = None if duration_s is None else now() + duration_s
     counter = iter(range(k, 1 << 62, n))
     issued = 0
@@ -133,9 +139,7 @@ async def open_loop(
     k, n = shard
     cap = None
     if max_concurrency is not None:
-        cap = asyncio.Semaphore(
-            max(1, max_concurrency // n + (1 if k < max_concurrency % n else 0))
-        )
+        cap = asyncio.Semaphore(max(1, _share(max_concurrency, shard)))
     tasks: list[asyncio.Task[None]] = []
     parser = ParseQueue()
     try:
