@@ -134,7 +134,7 @@ class World(_M):
 
     def first_outcome(self, config: dict[str, Any]) -> Outcome | None:
         for rule in self.outcome:
-            if matches(config, rule.when) and not (rule.unless and matches(config, rule.unless)):
+            if applies(config, rule.when, rule.unless):
                 return rule
         return None
 
@@ -142,7 +142,7 @@ class World(_M):
         perf = self.performance
         value = perf.output_tok_s * _product(perf.effects, config)
         for inter in perf.interactions:
-            if matches(config, inter.when) and not (inter.unless and matches(config, inter.unless)):
+            if applies(config, inter.when, inter.unless):
                 value *= inter.output_tok_s
         return value
 
@@ -150,7 +150,7 @@ class World(_M):
         perf = self.performance
         value = perf.ttft_p50_ms * _product(perf.ttft_effects, config)
         for inter in perf.interactions:
-            if matches(config, inter.when) and not (inter.unless and matches(config, inter.unless)):
+            if applies(config, inter.when, inter.unless):
                 value *= inter.ttft_ms
         return value
 
@@ -199,6 +199,11 @@ def value_matches(actual: Any, expected: Any) -> bool:
 
 def matches(config: dict[str, Any], condition: Condition) -> bool:
     return all(value_matches(config.get(flag, False), exp) for flag, exp in condition.items())
+
+
+def applies(config: dict[str, Any], when: Condition, unless: Condition) -> bool:
+    """``when`` matches and ``unless`` (when given) does not: how every world rule reads."""
+    return matches(config, when) and not (unless and matches(config, unless))
 
 
 def parse_world(text: str, source: str = "<world>") -> World:
