@@ -288,7 +288,7 @@ async def _checks_and_bench(
     result.metrics = bench.summary()
     result.metrics["bench_scale"] = planned.bench_scale
     result.checks["bench"] = bench.to_dict()
-    load = check_under_load(bench.levels)
+    load = check_under_load(bench.levels, known=suite_for(spec))
     result.checks["under_load"] = load.to_dict()
     if not load.passed:
         assert load.category is not None

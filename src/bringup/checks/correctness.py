@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from bringup.checks.garbage import GarbageFinding, detect_first_token_stops, detect_garbage, quote
 from bringup.checks.known_answers import KnownAnswer, accuracy_prompts_for, suite_for
+from bringup.checks.load_answers import judge_sentinels
 from bringup.client import OpenAIClient, RequestError
 from bringup.spec import Spec
 from bringup.verdict import Category
@@ -155,9 +156,16 @@ def _fmt(v: float) -> str:
 
 
 def check_under_load(
-    levels: Iterable[LoadLevel], baseline: Sequence[str | None] | None = None
+    levels: Iterable[LoadLevel],
+    baseline: Sequence[str | None] | None = None,
+    known: Sequence[KnownAnswer] = (),
 ) -> CheckReport:
     """Detectors over each level's samples, lowest level first; fail where trouble began.
+
+    Where the level recorded sentinels (``sentinel_prompts``, ``sentinel_answers`` and
+    ``idle_answers``), their greedy answers under load must agree with the idle ones and
+    those that are ``known`` answers must still be right
+    (:mod:`bringup.checks.load_answers`).
 
     ``baseline`` (else a level's own ``idle_answers``, when the benchmark recorded them) is
     the same prompts answered with the server idle. A sample is garbage only when its
@@ -190,6 +198,20 @@ def check_under_load(
         n_err = sum(level.errors.values())
         if findings:
             return CheckReport(False, Category.GARBAGE_OUTPUT, findings + _errors(level), results)
+        answers = judge_sentinels(
+            at,
+            getattr(level, "sentinel_prompts", []),
+            getattr(level, "sentinel_answers", []),
+            getattr(level, "idle_answers", []),
+            {ka.prompt: ka for ka in known},
+        )
+        for rule, category in (
+            ("known_answer", Category.WRONG_ANSWER),
+            ("idle_mismatch", Category.ACCURACY_REGRESSION),
+        ):
+            hits = [f.evidence for f in answers if f.rule == rule]
+            if hits:
+                return CheckReport(False, category, hits + _errors(level), results)
         if n_err:
             return CheckReport(False, Category.ERRORS_UNDER_LOAD, _errors(level), results)
     return CheckReport(True, None, [], results)
