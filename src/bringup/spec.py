@@ -22,6 +22,18 @@ from bringup.errors import SpecError
 
 FlagValue = str | int | float | bool
 Config = dict[str, FlagValue]
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _check_env_names(env: dict[str, str]) -> dict[str, str]:
+    """Names reach execve and every deployment format bare: only portable names pass."""
+    for name in env:
+        if not ENV_NAME.fullmatch(name):
+            raise ValueError(
+                f"environment variable name {name!r} is not valid (letters, digits and "
+                "underscores, not starting with a digit)"
+            )
+    return env
 
 
 class _Section(BaseModel):
@@ -37,6 +49,8 @@ class EngineSpec(_Section):
     command: list[str] | None = None  # engine "command": argv with {model} {host} {port} {name}
     health_path: str | None = None  # engine "command": its health endpoint (default /health)
     ready_pattern: str | None = None  # engine "command": regex of the log line marking readiness
+
+    _env_names = field_validator("env")(_check_env_names)
 
 
 class ModelSpec(_Section):
@@ -57,6 +71,8 @@ class LaunchSpec(_Section):
     hang_timeout_s: float = Field(default=120.0, gt=0)  # no new log output for this long
     stop_grace_s: float = Field(default=10.0, ge=0)
     env: dict[str, str] = Field(default_factory=dict)
+
+    _env_names = field_validator("env")(_check_env_names)
 
 
 class BenchSpec(_Section):

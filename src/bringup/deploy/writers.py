@@ -9,6 +9,7 @@ command's ``--host`` is replaced there, and the files say so.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -23,8 +24,10 @@ from typing import Any, Literal
 import jinja2
 
 from bringup import __version__
+from bringup.deploy.safety import check_deployment, comment_safe
 from bringup.deploy.target import ANY_ADDRESS, Deployment
 from bringup.errors import BringupError
+from bringup.files import replace_file
 from bringup.secrets import SecretRef
 
 Target = Literal["script", "systemd", "k8s", "compose"]
@@ -67,7 +70,9 @@ def _env() -> jinja2.Environment:
     )
     env.filters["shq"] = shlex.quote
     env.filters["sdq"] = systemd_quote
-    env.filters["yj"] = lambda v: json.dumps(v, ensure_ascii=False)  # JSON is valid YAML
+    env.filters["sdenv"] = systemd_env_quote
+    # JSON is valid YAML; ASCII-only so no U+2028 or NEL can break a line in a YAML reader
+    env.filters["yj"] = lambda v: json.dumps(v, ensure_ascii=True)
     return env
 
 
@@ -76,6 +81,12 @@ def systemd_quote(word: str) -> str:
     word = word.replace("%", "%%").replace("$", "$$")
     if word and not re.search(r'[\s"\'\\;]', word):
         return word
+    return '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def systemd_env_quote(assignment: str) -> str:
+    """One ``Environment=`` assignment: ``%`` escaped; ``$`` is literal there (no expansion)."""
+    word = assignment.replace("%", "%%")
     return '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
@@ -131,8 +142,18 @@ def _context(dep: Deployment, options: DeployOptions) -> dict[str, Any]:
     model_dir = str(PurePosixPath(dep.model_path).parent) if dep.model_path else None
     if dep.model_path and Path(dep.model_path).is_dir():
         model_dir = dep.model_path
+    # what only comments show keeps its control characters spelled out, never raw
+    shown = dataclasses.replace(
+        dep,
+        engine=comment_safe(dep.engine),
+        engine_version=comment_safe(dep.engine_version),
+        host=comment_safe(dep.host),
+        run_id=comment_safe(dep.run_id),
+        trial_id=comment_safe(dep.trial_id),
+    )
     return {
-        "dep": dep,
+        "dep": shown,
+        "model_dir_comment": comment_safe(model_dir),
         "user": options.user,
         "uid": options.uid,
         "model_dir": model_dir,
@@ -146,6 +167,7 @@ def _context(dep: Deployment, options: DeployOptions) -> dict[str, Any]:
 
 def render(dep: Deployment, target: Target, options: DeployOptions | None = None) -> dict[str, str]:
     opts = options or DeployOptions()
+    check_deployment(dep, target, opts.user, opts.base_image)
     env = _env()
     ctx = _context(dep, opts)
     if target == "script":
@@ -174,16 +196,21 @@ def render(dep: Deployment, target: Target, options: DeployOptions | None = None
             )
         return files
     local = f"http://127.0.0.1:{dep.port}"
-    ctx["probe_argv"] = ["bringup", *probe_args(dep, local)]
+    probe_argv = ["bringup", *probe_args(dep, local)]
+    ctx["probe_argv"] = probe_argv
     dockerfile = env.get_template("Dockerfile.j2").render(ctx, image_base=_base_image(dep, opts))
     if target == "k8s":
         ctx["container_argv"] = _container_argv(dep, "$({})", "$$")
+        # Kubernetes expands $(VAR) in env values too; $$ keeps a literal $
+        ctx["dep_env"] = {k: v.replace("$", "$$") for k, v in dep.env.items()}
         ctx["startup_failures"] = max(1, math.ceil(dep.start_budget_s / 10))
         text = env.get_template("k8s.yaml.j2").render(ctx)
         return {f"{dep.name}.k8s.yaml": text, "Dockerfile": dockerfile}
     if target == "compose":
         ctx["container_argv"] = _container_argv(dep, "${{{}}}", "$$")
         ctx["dep_env"] = {k: v.replace("$", "$$") for k, v in dep.env.items()}
+        # Compose interpolates ${VAR} everywhere in the file, the healthcheck included
+        ctx["probe_argv"] = [w.replace("$", "$$") for w in probe_argv]
         text = env.get_template("compose.yaml.j2").render(ctx)
         return {"compose.yaml": text, "Dockerfile": dockerfile}
     raise BringupError(f"unknown deployment target {target!r}; use one of {', '.join(TARGETS)}.")
@@ -196,9 +223,6 @@ def write_deployment(
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in render(dep, target, options).items():
-        path = out / name
-        path.write_text(text, encoding="utf-8")
-        if name.endswith(".sh"):
-            path.chmod(0o755)
-        written.append(path)
+        # a symlink planted at the path is replaced, never written through or chmodded
+        written.append(replace_file(out / name, text, 0o755 if name.endswith(".sh") else 0o644))
     return written

@@ -8,11 +8,13 @@ searched flags as columns, the verdict, the timings and every metric the run mea
 from __future__ import annotations
 
 import csv
+import io
 import json
 import shlex
 from pathlib import Path
 from typing import Any
 
+from bringup.files import replace_file
 from bringup.report.model import RunReport
 
 BASE_COLUMNS = ("trial", "seq", "status", "stage", "category", "purpose", "reused_from")
@@ -34,9 +36,7 @@ def report_dict(report: RunReport) -> dict[str, Any]:
 
 
 def write_json(report: RunReport, path: str | Path) -> Path:
-    p = Path(path)
-    p.write_text(json.dumps(report_dict(report), indent=2, default=str) + "\n", encoding="utf-8")
-    return p
+    return replace_file(path, json.dumps(report_dict(report), indent=2, default=str) + "\n")
 
 
 def trial_rows(report: RunReport) -> tuple[list[str], list[dict[str, Any]]]:
@@ -79,10 +79,9 @@ def trial_rows(report: RunReport) -> tuple[list[str], list[dict[str, Any]]]:
 
 
 def write_csv(report: RunReport, path: str | Path) -> Path:
-    p = Path(path)
     columns, rows = trial_rows(report)
-    with p.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
-    return p
+    buf = io.StringIO(newline="")
+    writer = csv.DictWriter(buf, fieldnames=columns)
+    writer.writeheader()
+    writer.writerows(rows)
+    return replace_file(path, buf.getvalue())

@@ -17,6 +17,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from bringup.files import replace_file
 from bringup.report.model import KEY_FIGURES, RunReport, levels
 from bringup.report.plots import latency_svg, throughput_svg
 from bringup.report.text import fingerprint_line, fmt, short_id, verdict_counts
@@ -137,6 +138,4 @@ def render_html(report: RunReport) -> str:
 
 
 def write_html(report: RunReport, path: str | Path) -> Path:
-    p = Path(path)
-    p.write_text(render_html(report), encoding="utf-8")
-    return p
+    return replace_file(path, render_html(report))
