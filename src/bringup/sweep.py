@@ -1,8 +1,12 @@
-"""A sweep: plan, run and record trials until the planner is done; pick the winner.
+"""A sweep: the planner chooses, an executor runs, the store records; pick the winner.
 
-Every trial row is written to the store at each stage change. A configuration already
-decided for the same fingerprint is reused from the store (unless ``rerun``), so an
-interrupted sweep re-run resumes where it stopped.
+:func:`run_sweep` is a loop: ask the planner (behind :class:`~bringup.plan.ReferenceFirst`)
+for as many trials as the executor runs at once, hand each to the executor
+(:mod:`bringup.executors`), tell the planner each result as it comes. The loop decides
+nothing: order, pruning and budgets are the planner's. Every trial row is written to the
+store at each stage change. A configuration already decided for the same fingerprint is
+reused from the store (unless ``rerun``), so an interrupted sweep re-run resumes where it
+stopped.
 """
 
 from __future__ import annotations
@@ -18,14 +22,15 @@ from bringup import fingerprint as fp
 from bringup.checks import ReferenceAnswers
 from bringup.engines.base import EngineAdapter
 from bringup.engines.registry import get_engine
-from bringup.errors import PortBusyError
+from bringup.executors import Executor, LocalExecutor, TrialDone, TrialJob
 from bringup.models import resolve_builtin
-from bringup.plan import PlannedTrial, SweepPlanner, make_planner
+from bringup.plan import Budget, PlannedTrial, ReferenceFirst, SweepPlanner, make_planner
+from bringup.plan.base import FIRST_LOOK
 from bringup.plan.winner import Winner, choose_winner
 from bringup.spec import Config, Spec
 from bringup.store import Store, config_key
 from bringup.trial import LiveServer, TrialContext, run_trial
-from bringup.verdict import Category, Stage, Status, TrialResult
+from bringup.verdict import Stage, Status, TrialResult
 
 
 @dataclass
@@ -44,7 +49,6 @@ class SweepEvent:
 
 @dataclass
 class SweepOptions:
-    db_path: str = "bringup.db"
     runs_dir: str = "runs"
     rerun: bool = False
     adopt: bool = False
@@ -86,12 +90,6 @@ def prepare(spec: Spec) -> PreparedSpec:
     finger = fp.collect(adapter.name, info.version, model)
     finger["engine_details"] = {k: v for k, v in info.details.items() if k != "binary"}
     return PreparedSpec(spec, adapter, info.version, finger, fp.fingerprint_key(finger))
-
-
-def _planned_total(spec: Spec, planner: SweepPlanner, max_trials: int | None) -> int:
-    total = len(spec.configs()) - len(planner.pruned)
-    limit = max_trials or spec.plan.max_trials
-    return max(1, min(total, limit) if limit else total)
 
 
 @dataclass
@@ -155,129 +153,122 @@ class RunRecorder:
         return SweepEvent(index, total, result, stage, message, elapsed, reused, exact)
 
 
+ExecutorFactory = Callable[[RunRecorder, SweepOptions], Executor]
+
+
+def local_executor(rec: RunRecorder, options: SweepOptions) -> Executor:
+    """The default: one trial at a time on this machine."""
+    return LocalExecutor(
+        rec.prep.spec,
+        rec.prep.adapter,
+        rec.store,
+        rec.run_id,
+        rec.run_dir,
+        rec.prep.fingerprint_key,
+        adopt=options.adopt,
+        api_key=options.api_key,
+    )
+
+
+@dataclass
+class _RowSink:
+    """One job's progress: its store row at every stage change, and the progress event."""
+
+    rec: RunRecorder
+    job_seq: int
+    key: str
+    purpose: str
+    total: tuple[int, bool]
+    on_event: Callable[[SweepEvent], None]
+
+    def stage(self, result: TrialResult, stage: Stage, message: str) -> None:
+        self.rec.save(self.job_seq, result, self.key, self.purpose)
+        total, exact = self.total
+        self.on_event(self.rec.event(self.job_seq, total, result, stage, message, exact))
+
+    def reused(self, result: TrialResult, prior_trial: str) -> None:
+        self.rec.save(self.job_seq, result, self.key, self.purpose, reused_from=prior_trial)
+        self.on_event(
+            self.rec.event(
+                self.job_seq, self.total[0], result, result.stage, "reused", self.total[1], True
+            )
+        )
+
+
 async def run_sweep(
     prep: PreparedSpec,
     store: Store,
     options: SweepOptions,
     on_event: Callable[[SweepEvent], None] = lambda e: None,
+    executor: ExecutorFactory = local_executor,
 ) -> SweepOutcome:
-    spec, adapter = prep.spec, prep.adapter
+    """Ask the planner for as many trials as the executor runs at once, run them, tell the
+    planner each result as it comes, until the planner has nothing more; pick the winner."""
+    spec = prep.spec
     rec = RunRecorder.open(prep, store, options)
     run_id, run_dir = rec.run_id, rec.run_dir
-
-    planner = make_planner(spec, options.planner)
-    max_trials = options.max_trials or spec.plan.max_trials
-    started = time.monotonic()
-    results: list[TrialResult] = []
+    planner = make_planner(spec, options.planner, Budget.from_spec(spec, options.max_trials))
     ref_config = spec.reference_config()
     ref_key = _key(prep, ref_config)
     reference: ReferenceAnswers | None = None
     if spec.checks.accuracy and not options.rerun:
         stored = store.reference(prep.fingerprint_key, ref_key)
         reference = ReferenceAnswers.from_dict(stored) if stored else None
+    # the accuracy gate needs the reference's answers before any candidate is judged
+    steering = ReferenceFirst(planner, ref_config, spec.checks.accuracy and reference is None)
+    runner = executor(rec, options)
+    seq = store.next_seq(run_id)
+    results: list[TrialResult] = []
+    running: dict[asyncio.Task[TrialDone], TrialJob] = {}
 
-    exact = planner.name == "grid" and not spec.plan.max_wall_s
-
-    async def execute(planned: PlannedTrial, index: int) -> TrialResult:
-        nonlocal reference
+    def job_for(planned: PlannedTrial) -> TrialJob:
+        nonlocal seq
         key = _key(prep, planned.config)
-        seq = store.next_seq(run_id)
-        trial_id = f"{run_id}-t{seq:03d}"
         is_reference = planned.config == ref_config
-        needs_ref = spec.checks.accuracy and reference is None and is_reference
-        total = _planned_total(spec, planner, max_trials)
-        # repeats and full benchmarks exist to measure again; only first looks are reused
-        reusable = planned.purpose in ("explore", "reference")
-        if reusable and not options.rerun and not needs_ref:
-            prior = store.decided(key, prep.fingerprint_key)
-            if prior is not None:
-                reused = prior.model_copy(update={"trial_id": trial_id})
-                reused.note = (
-                    f"verdict reused from {prior.trial_id} (same configuration and fingerprint)"
-                )
-                rec.save(seq, reused, key, planned.purpose, reused_from=prior.trial_id)
-                on_event(rec.event(index, total, reused, reused.stage, "reused", exact, True))
-                return reused
-
-        def on_stage(result: TrialResult, stage: Stage, message: str) -> None:
-            rec.save(seq, result, key, planned.purpose)
-            on_event(rec.event(index, total, result, stage, message, exact))
-
-        ctx = TrialContext(
-            spec,
-            adapter,
-            run_dir,
-            adopt=options.adopt,
+        collect = is_reference and spec.checks.accuracy
+        job = TrialJob(
+            planned,
+            index=seq,
+            trial_id=f"{run_id}-t{seq:03d}",
+            config_key=key,
+            sink=_RowSink(rec, seq, key, planned.purpose, planner.planned_total(), on_event),
             reference=None if is_reference else reference,
-            collect_reference=is_reference and spec.checks.accuracy,
-            on_stage=on_stage,
-            api_key=options.api_key,
+            collect_reference=collect,
+            # repeats and full benchmarks exist to measure again; only first looks are
+            # reused, and never a reference whose answers are still missing
+            may_reuse=planned.purpose in FIRST_LOOK
+            and not options.rerun
+            and not (collect and reference is None),
         )
-        try:
-            trial = await run_trial(ctx, planned, trial_id)
-        except asyncio.CancelledError:
-            store.mark_interrupted(run_id)
-            raise
-        # answers exist only when the reference passed its correctness stage
-        if trial.answers is not None and is_reference:
-            reference = trial.answers
-            store.save_reference(prep.fingerprint_key, ref_key, trial.answers.to_dict())
-        return trial.result
+        seq += 1
+        return job
 
-    gen = planner.plan()
     status = "done"
     try:
-        planned: PlannedTrial | None = next(gen, None)
-        # the accuracy gate needs the reference's answers before any candidate is judged
-        if (
-            planned is not None
-            and spec.checks.accuracy
-            and reference is None
-            and planned.config != ref_config
-        ):
-            ref_result = await execute(PlannedTrial(ref_config, purpose="reference"), 1)
-            results.append(ref_result)
-        first_looks = {_key(prep, r.flags): r for r in results}
-        index = len(results)
-        while planned is not None:
-            seen = first_looks.get(_key(prep, planned.config))
-            if seen is not None and planned.purpose in ("explore", "reference"):
-                # the reference run up front: the planner's own turn for it needs no relaunch
-                try:
-                    planned = gen.send(seen)
-                except StopIteration:
-                    planned = None
-                continue
-            if max_trials and index >= max_trials:
-                planner.notes.append(f"stopped after {max_trials} trials (plan.max_trials)")
+        while True:
+            room = runner.capacity - len(running)
+            for planned in steering.ask(room) if room > 0 else []:
+                job = job_for(planned)
+                running[asyncio.ensure_future(runner.run(job))] = job
+            if not running:
                 break
-            if spec.plan.max_wall_s and time.monotonic() - started > spec.plan.max_wall_s:
-                planner.notes.append(
-                    f"stopped at the wall-time budget of {spec.plan.max_wall_s:.0f} s"
-                )
-                break
-            index += 1
-            result = await execute(planned, index)
-            results.append(result)
-            first_looks.setdefault(_key(prep, planned.config), result)
-            if (
-                result.failure
-                and result.failure.category is Category.PORT_IN_USE
-                and result.pid is None
-            ):
-                raise PortBusyError(
-                    f"{result.failure.evidence[0]}; nothing was launched over it: "
-                    f"{result.failure.remedy}."
-                )
-            try:
-                planned = gen.send(result)
-            except StopIteration:
-                planned = None
+            finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in sorted(finished, key=lambda t: running[t].index):
+                job = running.pop(task)
+                done = task.result()
+                results.append(done.result)
+                # answers exist only when the reference passed its correctness stage
+                if done.answers is not None and job.collect_reference:
+                    reference = done.answers
+                    store.save_reference(prep.fingerprint_key, ref_key, done.answers.to_dict())
+                steering.tell(job.planned, done.result)
     except (asyncio.CancelledError, KeyboardInterrupt):
         status = "interrupted"
+        await _stop_all(running)
         store.mark_interrupted(run_id)
         raise
     finally:
+        await _stop_all(running)
         winner = (
             choose_winner([r for r in results if r.status is not Status.INTERRUPTED], spec)
             if status == "done"
@@ -289,6 +280,15 @@ async def run_sweep(
     return SweepOutcome(
         run_id, run_dir, results, winner, planner, prep.engine_version, prep.fingerprint
     )
+
+
+async def _stop_all(running: dict[asyncio.Task[TrialDone], TrialJob]) -> None:
+    """Cancel the trials still running (another ended the sweep) and wait for their teardown."""
+    for task in running:
+        task.cancel()
+    if running:
+        await asyncio.gather(*running, return_exceptions=True)
+    running.clear()
 
 
 def _key(prep: PreparedSpec, config: Config) -> str:

@@ -40,13 +40,12 @@ def _sweep(
     prep = prepare(spec)
     store = Store(db)
     options = SweepOptions(
-        db,
-        runs_dir,
-        rerun,
-        adopt,
-        planner,
-        max_trials,
-        api_key_from_env(api_key_env),
+        runs_dir=runs_dir,
+        rerun=rerun,
+        adopt=adopt,
+        planner=planner,
+        max_trials=max_trials,
+        api_key=api_key_from_env(api_key_env),
     )
     console.print(
         f"[bold]bringup[/] {spec.engine.name} {prep.engine_version} · model {spec.model.path}\n"
@@ -114,7 +113,7 @@ def launch(
     spec = load_spec(spec_path)
     prep = prepare(spec)
     store = Store(db)
-    options = SweepOptions(db, runs_dir, adopt=adopt, api_key=api_key_from_env(api_key_env))
+    options = SweepOptions(runs_dir=runs_dir, adopt=adopt, api_key=api_key_from_env(api_key_env))
     config = parse_set(list(sets))
 
     async def main() -> None:

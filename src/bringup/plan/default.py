@@ -11,22 +11,23 @@
 4. With ``[plan].halving`` the exploration runs a short benchmark and the best third get the
    full one; with ``[plan].repeat_top = k`` the best k are repeated so the winner can be
    chosen with intervals (:mod:`bringup.plan.winner`).
-Budgets (``max_trials``, ``max_wall_s``) end the search early; the notes then name the
-best configuration proven so far.
+Trials may be in flight together: a configuration handed out counts as tried, results are
+absorbed in whatever order they come, and halving and repeats wait for every result before
+them. Budgets (:class:`~bringup.plan.budget.Budget`, applied by the base class) end the search
+early; the notes then name the best configuration proven so far.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from bringup.plan.base import PlanGenerator, PlannedTrial, Pruned, Purpose, SweepPlanner
+from bringup.plan.base import WAIT, PlannedTrial, PlanSteps, Pruned, Purpose, SweepPlanner
 from bringup.plan.model import EffectModel
 from bringup.plan.pruning import PruneRule, rule_from
 from bringup.plan.space import SearchSpace, config_key
-from bringup.plan.winner import Winner, choose_winner, objective_name, requirement_failures
+from bringup.plan.winner import objective_name, requirement_failures
 from bringup.spec import Config
 from bringup.verdict import TrialResult
 
@@ -49,9 +50,8 @@ class DefaultPlanner(SweepPlanner):
     noise_floor: float = 0.03  # relative noise assumed until measurements say otherwise
     tried: list[_Tried] = field(default_factory=list)
     rules: list[PruneRule] = field(default_factory=list)
-    wall_s: float = 0.0
 
-    def plan(self) -> PlanGenerator:
+    def steps(self) -> PlanSteps:
         self._space = SearchSpace(self.spec)
         self._metric, self._larger = objective_name(self.spec)
         self._model = EffectModel(list(self.spec.space))
@@ -62,46 +62,56 @@ class DefaultPlanner(SweepPlanner):
         self._tried_keys: set[Any] = set()
         # Candidates in risk order with their identities, computed once.
         self._ranked = [(config_key(c), c) for c in self._space.by_risk(self._space.candidates)]
-        self._started = time.monotonic()
         for config in self._space.excluded:
             self._prune(config, None, "excluded by [plan].exclude")
         halving = self.spec.plan.halving
         explore_scale = 1.0 / self.eta if halving else 1.0
         explore_purpose: Purpose = "short_bench" if halving else "explore"
 
-        while (nxt := self._next_explore()) is not None:
+        while True:
+            nxt, why_not = self._next_explore()
+            if nxt is None:
+                if self.in_flight:  # results still out may open or close candidates
+                    yield WAIT
+                    continue
+                if why_not:
+                    self.notes.append(why_not)
+                break
             config = nxt
-            if self._exhausted():
-                return
+            # a configuration in flight counts as tried: never offered twice, never pruned
+            self._tried_keys.add(config_key(config))
             ref = not self._space.departures(config)
             purpose: Purpose = "reference" if ref else explore_purpose
-            result = yield PlannedTrial(config, purpose, explore_scale)
-            self._absorb(config, result, explore_scale)
+            yield PlannedTrial(config, purpose, explore_scale)
 
+        # halving and repeats rank what exploration measured: all of it
+        yield from self._drain()
         if halving:
             for config in self._top(
                 math.ceil(len(self._passing()) / self.eta), scale=explore_scale
             ):
-                if self._exhausted():
-                    return
-                result = yield PlannedTrial(config, "full_bench", 1.0)
-                self._absorb(config, result, 1.0)
+                yield PlannedTrial(config, "full_bench", 1.0)
+            yield from self._drain()
         for config in self._top(self.spec.plan.repeat_top, scale=1.0):
             for _ in range(2):  # three samples give a usable t-interval
-                if self._exhausted():
-                    return
-                result = yield PlannedTrial(config, "repeat", 1.0)
-                self._absorb(config, result, 1.0)
+                yield PlannedTrial(config, "repeat", 1.0)
+        yield from self._drain()
         best = self.best()
         if best is not None:
             self.notes.append(f"winner {best.trial_id}: {best.reason}")
+
+    def observe(self, planned: PlannedTrial, result: TrialResult) -> None:
+        self._absorb(planned.config, result, planned.bench_scale)
+
+    def _drain(self) -> PlanSteps:
+        while self.in_flight:
+            yield WAIT
 
     # ---- bookkeeping -------------------------------------------------------------------
 
     def _absorb(self, config: Config, result: TrialResult, scale: float) -> None:
         self.tried.append(_Tried(dict(config), result, scale))
         self._tried_keys.add(config_key(config))
-        self.wall_s += _elapsed(result)
         if result.passed:
             score = self._log_score(result.metrics.get(self._metric))
             if score is not None and scale >= 1.0 / self.eta:
@@ -138,24 +148,6 @@ class DefaultPlanner(SweepPlanner):
             return None
         return math.log(value) if self._larger else -math.log(value)
 
-    def _exhausted(self) -> bool:
-        plan = self.spec.plan
-        wall = max(self.wall_s, time.monotonic() - self._started)
-        why = None
-        if plan.max_trials is not None and len(self.tried) >= plan.max_trials:
-            why = f"trial budget of {plan.max_trials} spent"
-        elif plan.max_wall_s is not None and wall >= plan.max_wall_s:
-            why = f"wall-time budget of {plan.max_wall_s:g} s spent"
-        if why is None:
-            return False
-        best = self.best()
-        self.notes.append(
-            f"{why}; best proven so far: {best.trial_id} ({best.reason})"
-            if best
-            else f"{why}; no configuration proven yet"
-        )
-        return True
-
     def _passing(self) -> list[_Tried]:
         return [t for t in self.tried if t.result.passed]
 
@@ -167,13 +159,14 @@ class DefaultPlanner(SweepPlanner):
             c for k, c in self._ranked if k not in self._tried_keys and k not in self._pruned_keys
         ]
 
-    def _next_explore(self) -> Config | None:
+    def _next_explore(self) -> tuple[Config | None, str | None]:
+        """The next configuration to explore, or None and why exploring should stop."""
         ranked = self._open()
         if not ranked:
-            return None
+            return None, None
         open_ = ranked
         if len(self._space.departures(ranked[0])) <= 1 or not self._model.observations:
-            return ranked[0]
+            return ranked[0], None
         best = max((s for _, s in self._model.observations), default=None)
         sd = self._uncertainty()
         choice: Config | None = None
@@ -190,11 +183,11 @@ class DefaultPlanner(SweepPlanner):
             if choice_key is None or key > choice_key:
                 choice, choice_key = config, key
         if choice is None:
-            self.notes.append(
+            return None, (
                 f"stopped exploring: {len(open_)} untried configuration(s) predicted below the "
                 "best measured one beyond the model's uncertainty"
             )
-        return choice
+        return choice, None
 
     def _uncertainty(self) -> float:
         """Standard deviation of a log-objective prediction: noise, then model misfit."""
@@ -245,16 +238,6 @@ class DefaultPlanner(SweepPlanner):
         ranked = sorted(scored.values(), key=lambda sc: sc[0], reverse=True)
         return [c for _, c in ranked[:n]]
 
-    def best(self) -> Winner | None:
-        """The winner among the trials so far (short benchmarks count only where no full one)."""
-        results = []
-        for t in self.tried:
-            r = t.result.model_copy(deep=True)
-            r.flags = dict(t.config)
-            r.metrics.setdefault("bench_scale", t.scale)
-            results.append(r)
-        return choose_winner(results, self.spec)
-
 
 def _req_parts(req: str) -> tuple[str, str, float]:
     for op in _REQ_OPS:
@@ -262,9 +245,3 @@ def _req_parts(req: str) -> tuple[str, str, float]:
             name, bound = req.split(op, 1)
             return name.strip(), op, float(bound)
     raise ValueError(req)
-
-
-def _elapsed(result: TrialResult) -> float:
-    if "total" in result.timings:
-        return float(result.timings["total"])
-    return float(sum(result.timings.values()))

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from bringup.plan.base import PlanGenerator, PlannedTrial, SweepPlanner
+from typing import ClassVar
+
+from bringup.plan.base import PlannedTrial, PlanSteps, SweepPlanner
 
 
 class GridPlanner(SweepPlanner):
-    name = "grid"
+    name: ClassVar[str] = "grid"
+    exact_total: ClassVar[bool] = True
 
-    def plan(self) -> PlanGenerator:
+    def steps(self) -> PlanSteps:
         for config in self.spec.configs():
             yield PlannedTrial(config)
