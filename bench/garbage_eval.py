@@ -9,9 +9,10 @@ and healthy non-ASCII text shown as mojibake. Healthy: the real model's continua
 240 varied prompts (prose, facts, lists, code, Q&A, dialogue, other languages), greedy and
 sampled at temperature 0.8. The real text is generated once with llama-server and kept as
 a fixture (``tests/unit/data/gemma_outputs.json``, which the unit tests also read);
-``--regenerate`` remakes it. Where a garbage case's prompt is known (the
-corpus case quoting ``Input:``), the reference-likelihood check runs too, with Gemma as
-the reference. Prints ``recall=<float> false_alarm=<float>`` as the last line.
+only ``--regenerate`` remakes and writes it (texts and likelihood scores): a plain run
+measures what the fixture lacks and changes no tracked file. Where a garbage case's
+prompt is known (the corpus case quoting ``Input:``), the reference-likelihood check runs
+too, with Gemma as the reference. Prints ``recall=<float> false_alarm=<float>`` as the last line.
 
     .venv/bin/python bench/garbage_eval.py [--fixture FILE] [--regenerate] [--show N]
 """
@@ -261,10 +262,8 @@ async def _gen(
     return {"prompt": prompt, "temperature": temperature, "text": comp.text, "tokens": comp.tokens}
 
 
-async def generate(
-    fixture: Path, have: dict[str, list[dict[str, Any]]]
-) -> dict[str, list[dict[str, Any]]]:
-    """Fill the sections of the fixture that are missing (all of them with --regenerate)."""
+async def generate(have: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """The sections of the fixture that are missing (all of them with --regenerate)."""
     prompts = healthy_prompts()
     rng = random.Random(7)
     out = dict(have)
@@ -288,9 +287,13 @@ async def generate(
                 out["junk"].append(
                     await _gen(c, p, 8.0, rng.randrange(1 << 30), top_k=0, top_p=1.0, min_p=0.0)
                 )
-    fixture.parent.mkdir(parents=True, exist_ok=True)
-    fixture.write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
     return out
+
+
+def save_fixture(fixture: Path, real: dict[str, Any]) -> None:
+    """Only ``--regenerate`` writes the fixture: a benchmark run never changes tracked files."""
+    fixture.parent.mkdir(parents=True, exist_ok=True)
+    fixture.write_text(json.dumps(real, ensure_ascii=False, indent=1), encoding="utf-8")
 
 
 def synthesize(real: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str, list[str] | None]]:
@@ -348,7 +351,9 @@ def main() -> None:
     if args.regenerate:
         real = {}
     if not {"healthy", "bench", "junk"} <= set(real):
-        real = asyncio.run(generate(args.fixture, real))
+        real = asyncio.run(generate(real))
+        if not args.regenerate:
+            print(f"{args.fixture} lacks generated texts; measured now, not saved (--regenerate)")
 
     rows = [
         json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()
@@ -365,15 +370,13 @@ def main() -> None:
     if args.likelihood:
         cases = [(p, t) for _, p, t in with_prompt]
         cases += [(r["prompt"], r["text"]) for r in sampled + junk]
-        # Scores are measured once and kept in the fixture beside the texts they score.
+        # Scores kept in the fixture beside the texts they score; the rest measured now
+        # (and kept only with --regenerate).
         known: dict[str, list[float]] = real.setdefault("likelihood", {})
         todo = [c for c in cases if "\x00".join(c) not in known]
         if todo:
             for c, sc in zip(todo, asyncio.run(likelihood_scores(todo)), strict=True):
                 known["\x00".join(c)] = list(sc)
-            args.fixture.write_text(
-                json.dumps(real, ensure_ascii=False, indent=1), encoding="utf-8"
-            )
         scores = [(known["\x00".join(c)][0], known["\x00".join(c)][1]) for c in cases]
         flags = [
             check_likelihood(t, a, b) is not None
@@ -391,6 +394,8 @@ def main() -> None:
         ):
             gaps = sorted(round(a - b, 2) for a, b in part)
             print(f"likelihood {name}: {sum(fl)}/{len(fl)} flagged; score-own gaps {gaps}")
+    if args.regenerate:
+        save_fixture(args.fixture, real)
 
     garbage: list[tuple[str, str, bool]] = []
     for cid, text, _ in corpus:

@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 
@@ -69,7 +68,6 @@ class TrialRun:
     result: TrialResult
     server: LiveServer | None = None
     answers: ReferenceAnswers | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _enter(ctx: TrialContext, result: TrialResult, stage: Stage, message: str = "") -> float:
