@@ -122,7 +122,8 @@ async def run_trial(
                 return run
     else:
         port = free_port(host)
-    result.port = port
+    # recorded as launched: deploy reads these facts, never the command line
+    result.host, result.port, result.health_path = host, port, adapter.health_path_for(spec)
     base_url = f"http://{host}:{port}"
 
     try:
@@ -142,7 +143,7 @@ async def run_trial(
                 base_url,
                 start_timeout_s=spec.launch.start_timeout_s,
                 hang_timeout_s=spec.launch.hang_timeout_s,
-                health_path=adapter.health_path_for(spec),
+                health_path=result.health_path,
             )
             result.timings["ready_s"] = round(outcome.elapsed_s, 3)
             if not outcome.ready:

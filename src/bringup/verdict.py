@@ -79,7 +79,9 @@ class TrialResult(BaseModel):
     stage: Stage = Stage.PLANNED
     failure: Failure | None = None
     command: list[str] = Field(default_factory=list)
+    host: str | None = None  # where the server listens, as launched
     port: int | None = None
+    health_path: str | None = None  # what readiness polled, as launched
     pid: int | None = None
     log_path: str | None = None
     timings: dict[str, float] = Field(default_factory=dict)  # stage name -> seconds

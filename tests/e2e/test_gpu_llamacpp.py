@@ -130,11 +130,11 @@ def test_gpu_sweep_offloads_and_fingerprints_the_gpu(
     finally:
         store.close()
     assert winner is not None
-    assert winner["status"] == "passed"
+    assert winner.status == "passed"
 
     # The winner offloads layers: by its flags, and by llama-server's own account.
-    assert int(winner["flags"]["-ngl"]) > 0, winner["flags"]
-    log = Path(winner["log_path"]).read_text(encoding="utf-8", errors="replace")
+    assert int(winner.flags["-ngl"]) > 0, winner.flags
+    log = Path(winner.log_path).read_text(encoding="utf-8", errors="replace")
     found = OFFLOADED.search(log)
     assert found is not None, "llama-server did not log how many layers it offloaded"
     assert int(found.group(1)) > 0 and int(found.group(1)) == int(found.group(2))
@@ -150,6 +150,6 @@ def test_gpu_sweep_offloads_and_fingerprints_the_gpu(
 
     # Every launched trial was decided: none left running or unexplained.
     for t in trials:
-        assert t["status"] != "running", t["id"]
-        if t["status"] == "failed":
-            assert t["category"], f"{t['id']} failed without a category"
+        assert t.status != "running", t.id
+        if t.status == "failed":
+            assert t.category, f"{t.id} failed without a category"

@@ -169,10 +169,10 @@ def test_trials_launch_the_example_and_land_in_the_store(
         assert str(r.port) in r.command
         assert f"world: {sw.world.world.name}" in _log(r), "the simulated engine ran the world"
     rows = sw.store.trials(sw.outcome.run_id)
-    assert [row["id"] for row in rows] == [r.trial_id for r in results]
+    assert [row.id for row in rows] == [r.trial_id for r in results]
     for row, r in zip(rows, results, strict=True):
-        assert row["status"] == r.status.value
-        assert row["category"] == (r.failure.category.value if r.failure else None)
+        assert row.status == r.status.value
+        assert row.category == (r.failure.category.value if r.failure else None)
     run = sw.store.run(sw.outcome.run_id)
     assert run is not None and run["status"] == "done"
     assert run["winner_trial"] == (sw.outcome.winner.trial_id if sw.outcome.winner else None)

@@ -45,8 +45,8 @@ def test_ctrl_c_stops_engine_and_marks_trial(
         time.sleep(0.1)
         if (tmp_path / "b.db").exists():
             rows = Store(tmp_path / "b.db").trials()
-            if rows and rows[-1]["pid"] and rows[-1]["status"] == "running":
-                engine_pid = rows[-1]["pid"]
+            if rows and rows[-1].pid and rows[-1].status == "running":
+                engine_pid = rows[-1].pid
     assert engine_pid is not None, proc.stdout.read() if proc.stdout else ""
     t0 = time.monotonic()
     os.kill(proc.pid, signal.SIGINT)  # the bringup process this test started
@@ -56,7 +56,7 @@ def test_ctrl_c_stops_engine_and_marks_trial(
     assert _gone(engine_pid), "the engine outlived bringup's Ctrl-C by 5 s"
     assert proc.returncode == 130
     rows = Store(tmp_path / "b.db").trials()
-    assert rows[-1]["status"] == "interrupted"
+    assert rows[-1].status == "interrupted"
 
 
 def test_rerun_resumes_from_store(
@@ -72,8 +72,8 @@ def test_rerun_resumes_from_store(
     store = Store(tmp_path / "b.db")
     runs = store.db.execute("SELECT id FROM runs ORDER BY created").fetchall()
     rows = store.trials(runs[-1][0])
-    reused = [r for r in rows if r["reused_from"]]
-    launched = [r for r in rows if not r["reused_from"]]
+    reused = [r for r in rows if r.reused_from]
+    launched = [r for r in rows if not r.reused_from]
     assert len(reused) == 2, "the two configurations decided by the first run are not relaunched"
     assert len(launched) == 2
     assert "launch command:" in out2

@@ -119,7 +119,7 @@ async def test_pinned_port_held_by_another_server(
     after = {p.pid for p in psutil.Process().children(recursive=True)}
     assert after <= before, "no engine was started"
     trials = store.trials()
-    assert trials[-1]["category"] == "port_in_use" and trials[-1]["pid"] is None
+    assert trials[-1].category == "port_in_use" and trials[-1].pid is None
     # the squatter still answers: bringup never touched it
     import urllib.request
 
@@ -135,8 +135,8 @@ async def test_interrupt_leaves_no_engine_and_marks_trial(spec: Spec, tmp_path: 
     for _ in range(400):
         await asyncio.sleep(0.05)
         rows = store.trials()
-        if rows and rows[-1]["pid"]:
-            pid = rows[-1]["pid"]
+        if rows and rows[-1].pid:
+            pid = rows[-1].pid
             break
     assert pid is not None
     t0 = time.monotonic()
@@ -145,4 +145,4 @@ async def test_interrupt_leaves_no_engine_and_marks_trial(spec: Spec, tmp_path: 
         await task
     assert time.monotonic() - t0 < 5
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    assert store.trials()[-1]["status"] == "interrupted"
+    assert store.trials()[-1].status == "interrupted"

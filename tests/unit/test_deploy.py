@@ -4,6 +4,7 @@ the Compose schema)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -11,6 +12,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -106,6 +108,9 @@ def make_store(
         status=Status.PASSED,
         stage=Stage.PASSED,
         command=argv,
+        host="127.0.0.1",
+        port=port,
+        health_path="/health",
         timings={"ready_s": ready_s},
         metrics={"output_tok_s": 321.0},
     )
@@ -147,9 +152,9 @@ def test_budget_grows_with_measured_cold_start() -> None:
 
 def test_resolve_winner_named_trial_and_refusals(tmp_path: Path) -> None:
     store, run_id = make_store(tmp_path)
-    assert resolve_trial(store, None)[1]["id"] == f"{run_id}-t001"
-    assert resolve_trial(store, run_id)[1]["id"] == f"{run_id}-t001"
-    assert resolve_trial(store, f"{run_id}-t001")[1]["status"] == "passed"
+    assert resolve_trial(store, None)[1].id == f"{run_id}-t001"
+    assert resolve_trial(store, run_id)[1].id == f"{run_id}-t001"
+    assert resolve_trial(store, f"{run_id}-t001")[1].status == "passed"
     with pytest.raises(BringupError, match=r"oom_gpu.*only a passed trial"):
         resolve_trial(store, f"{run_id}-t002")
     with pytest.raises(BringupError, match="no run or trial matches"):
@@ -350,3 +355,83 @@ def test_cli_writes_files_and_names_the_secrets(tmp_path: Path) -> None:
     assert '"--port", "9000"' in (out / "compose.yaml").read_text()
     missing = CliRunner().invoke(deploy, ["--to", "script", "--db", str(tmp_path / "none.db")])
     assert missing.exit_code != 0 and isinstance(missing.exception, BringupError)
+
+
+READY_ONLY = """
+import http.server, sys
+port = int(sys.argv[sys.argv.index("--port") + 1])
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/ready" else 404)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(b"{}")
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+"""
+
+
+def test_command_engine_health_path_recorded_at_launch_reaches_the_probes(
+    tmp_path: Path,
+) -> None:
+    """A ``command`` engine answering health on /ready: readiness polls /ready, the trial
+    records it, and the deployment's probes use it (they used to probe /health)."""
+    import asyncio
+
+    from bringup.engines.registry import get_engine
+    from bringup.plan import PlannedTrial
+    from bringup.spec import parse_spec
+    from bringup.trial import TrialContext, run_trial
+
+    server = tmp_path / "ready_only.py"
+    server.write_text(READY_ONLY)
+    spec = parse_spec(
+        f'[engine]\nname = "command"\ncommand = ["{sys.executable}", "{server}", "--port", '
+        '"{port}"]\nhealth_path = "/ready"\n[model]\npath = "srv-model"\n'
+        "[launch]\nstart_timeout_s = 60\n[checks]\naccuracy = false\n"
+    )
+    store = Store(tmp_path / "bringup.db")
+    run_id = store.create_run(
+        spec_path=None,
+        spec_digest="d",
+        spec_json=spec.public_json(),
+        engine="command",
+        fingerprint={},
+        fingerprint_key="fp",
+        run_dir=str(tmp_path),
+    )
+    ctx = TrialContext(spec, get_engine("command"), tmp_path, benchmark=False)
+    trial = asyncio.run(run_trial(ctx, PlannedTrial({}), f"{run_id}-t001"))
+    result = trial.result
+    # it got past readiness on /ready (it has no completions endpoint, so checks fail)
+    assert result.stage is not Stage.READY and result.timings.get("ready_s") is not None
+    kw = {"fingerprint_key": "fp", "engine": "command", "engine_version": "x"}
+    store.save_trial(run_id, 1, result, cfg_key="a", **kw)  # type: ignore[arg-type]
+    [row] = store.trials(run_id)
+    assert (row.host, row.port, row.health_path) == ("127.0.0.1", result.port, "/ready")
+    run = store.run(run_id)
+    assert run is not None
+    # deploy reads the recorded facts (as it would for this trial had it passed)
+    dep = deployment_from(run, dataclasses.replace(row, status=Status.PASSED))
+    assert dep.health_path == "/ready" and dep.port == result.port
+    files = render(dep, "k8s", DeployOptions(base_image="srv:1"))
+    probed = [
+        probe["httpGet"]["path"]
+        for name, text in files.items()
+        if name.endswith((".yaml", ".yml"))
+        for doc in yaml.safe_load_all(text)
+        if doc
+        for probe in _probes(doc)
+    ]
+    assert probed and set(probed) == {"/ready"}, probed
+
+
+def _probes(node: object) -> list[dict[str, Any]]:
+    """Every Kubernetes probe with an ``httpGet`` anywhere in a manifest."""
+    if isinstance(node, dict):
+        found = [node] if isinstance(node.get("httpGet"), dict) else []
+        return found + [p for v in node.values() for p in _probes(v)]
+    if isinstance(node, list):
+        return [p for v in node for p in _probes(v)]
+    return []

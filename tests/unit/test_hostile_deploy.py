@@ -63,6 +63,8 @@ def make_store(
         status=Status.PASSED,
         stage=Stage.PASSED,
         command=argv + (extra_argv or []),
+        host="127.0.0.1",
+        port=8123,
     )
     kw: dict[str, Any] = {"fingerprint_key": "fp", "engine": "llama.cpp", "engine_version": "b1"}
     store.save_trial(run_id, 1, good, cfg_key="a", **kw)

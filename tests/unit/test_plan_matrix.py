@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from bringup.cli.matrix_cmd import matrix
 from bringup.plan.matrix import NOT_TRIED, WORKS, compatibility_matrix
+from bringup.store import TrialRow
 from bringup.verdict import Category, Stage, Status, TrialResult
 
 H200 = {"gpus": [{"name": "NVIDIA H200", "compute_capability": "9.0"}], "cpu": "x", "cores": 8}
@@ -17,15 +17,17 @@ SM120 = {"gpus": [{"name": "RTX PRO 6000", "compute_capability": "12.0"}], "cpu"
 
 def row(
     fp: dict[str, object], flags: dict[str, object], status: str, category: str | None = None
-) -> dict[str, object]:
-    return {
-        "flags": json.dumps(flags),
-        "status": status,
-        "category": category,
-        "fingerprint": fp,
-        "engine": "sglang",
-        "engine_version": "0.5.23",
-    }
+) -> TrialRow:
+    return TrialRow(
+        id="t",
+        flags=flags,
+        status=Status(status),
+        stage=Stage.PASSED if status == "passed" else Stage.READY,
+        category=Category(category) if category else None,
+        fingerprint=dict(fp),
+        engine="sglang",
+        engine_version="0.5.23",
+    )
 
 
 def test_cells_say_works_category_or_not_tried() -> None:

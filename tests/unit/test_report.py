@@ -187,12 +187,12 @@ def test_load_report_ranks_groups_and_masks(stored: tuple[Store, str]) -> None:
     rep = load_report(store, run_id[:10])
     assert rep.run_id == run_id
     assert rep.counts == {"passed": 2, "failed": 2, "pruned": 1}
-    assert rep.winner is not None and rep.winner["id"].endswith("t002")
-    assert [t["id"][-4:] for t in rep.passed()] == ["t002", "t001"]
+    assert rep.winner is not None and rep.winner.id.endswith("t002")
+    assert [t.id[-4:] for t in rep.passed()] == ["t002", "t001"]
     assert list(rep.failures()) == ["garbage_output", "invalid_config"]
-    dumped = json.dumps([rep.trials, rep.run], default=str)
+    dumped = json.dumps([[t.to_dict() for t in rep.trials], rep.run], default=str)
     assert API_KEY not in dumped and HF_TOKEN not in dumped
-    assert "--api-key" in rep.trials[0]["command"] and "***" in rep.trials[0]["command"]
+    assert "--api-key" in rep.trials[0].command and "***" in rep.trials[0].command
 
 
 def test_empty_database_is_one_sentence(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ def test_wal_and_progressive_rows(tmp_path: Path) -> None:
     store.save_trial(run_id, 1, r, **kw)  # type: ignore[arg-type]
     # a second connection sees the row at once (nothing buffered)
     other = Store(tmp_path / "b.db")
-    assert other.trials(run_id)[0]["status"] == "running"
+    assert other.trials(run_id)[0].status == "running"
     assert store.decided(key, "fp1") is None
     r.stage = Stage.READY
     r.fail(
@@ -66,7 +66,7 @@ def test_interrupt_and_finish(tmp_path: Path) -> None:
         engine_version="1",
     )
     assert store.mark_interrupted(run_id) == 1
-    assert store.trials(run_id)[0]["status"] == "interrupted"
+    assert store.trials(run_id)[0].status == "interrupted"
     store.finish_run(run_id, "done", None, ["a note"], [Pruned({"-fa": "off"}, "t1", "why")])
     run = store.run(run_id[:10])
     assert run is not None and run["notes"] == ["a note"]

@@ -128,7 +128,7 @@ def test_three_in_flight_results_out_of_order(tmp_path: Path) -> None:
     assert sorted(r.trial_id for r in results) == sorted(j.trial_id for j in fake.started)
     rows = store.trials()
     assert len(rows) == len(fake.started)
-    assert all(r["status"] in ("passed", "failed") for r in rows)
+    assert all(r.status in ("passed", "failed") for r in rows)
     explored = [j for j in fake.started if j.planned.purpose in ("reference", "short_bench")]
     keys = [tuple(sorted(j.planned.config.items())) for j in explored]
     assert len(keys) == len(set(keys)), "a configuration was explored twice"
@@ -146,7 +146,7 @@ def test_three_in_flight_results_out_of_order(tmp_path: Path) -> None:
     run = store.run()
     assert run is not None and run["winner_trial"] is not None
     winner = store.trial(run["winner_trial"])
-    assert winner is not None and winner["flags"]["--moe-runner-backend"] == "triton"
+    assert winner is not None and winner.flags["--moe-runner-backend"] == "triton"
 
 
 def test_reference_runs_alone_before_any_candidate(tmp_path: Path) -> None:

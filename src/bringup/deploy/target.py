@@ -1,9 +1,10 @@
 """What gets deployed: one proven trial turned into a :class:`Deployment`.
 
 ``resolve_trial(store, ref)`` finds the trial to ship: the winner of the latest run (no
-ref), of a named run, or a named passed trial. ``deployment_from(run, trial)`` reads its
-stored command line, environment, health path and measured cold start; secret values
-(API keys, tokens) are replaced by references to environment variables and never kept.
+ref), of a named run, or a named passed trial (a typed :class:`~bringup.store.TrialRow`).
+``deployment_from(run, trial)`` reads what the trial recorded at launch (command line,
+host, port, health path) and its measured cold start, with the spec's environment; secret
+values (API keys, tokens) are replaced by references to environment variables, never kept.
 The start-up budget is the measured cold start with a margin: a fresh machine reads the
 model from a cold page cache, so twice the measurement plus a minute, at least two minutes.
 """
@@ -18,7 +19,8 @@ from typing import Any
 
 from bringup.errors import BringupError
 from bringup.secrets import SecretRef, is_secret_name, split_argv
-from bringup.store import Store
+from bringup.store import Store, TrialRow
+from bringup.verdict import Status
 
 MIN_START_BUDGET_S = 120
 ANY_ADDRESS = "0.0.0.0"
@@ -92,25 +94,16 @@ def _replace_flag(argv: list[str | SecretRef], flag: str, value: str) -> list[st
     return out
 
 
-def _flag_value(argv: list[str], flag: str) -> str | None:
-    for i, word in enumerate(argv):
-        if word == flag and i + 1 < len(argv):
-            return argv[i + 1]
-        if word.startswith(flag + "="):
-            return word.split("=", 1)[1]
-    return None
-
-
 def slug(text: str) -> str:
     s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
     return (s or "engine")[:50].strip("-")
 
 
-def resolve_trial(store: Store, ref: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def resolve_trial(store: Store, ref: str | None) -> tuple[dict[str, Any], TrialRow]:
     """(run, trial) to deploy: the winner of a run, or a named passed trial."""
     trial = store.trial(ref) if ref else None
     run = None
-    if trial is None or trial["id"] != ref:  # not an exact trial id: a run takes precedence
+    if trial is None or trial.id != ref:  # not an exact trial id: a run takes precedence
         run = store.run(ref)
     if run is not None:
         if not run.get("winner_trial"):
@@ -121,22 +114,23 @@ def resolve_trial(store: Store, ref: str | None) -> tuple[dict[str, Any], dict[s
         if trial is None:
             raise BringupError(f"the winner {run['winner_trial']} of run {run['id']} is missing.")
     elif trial is not None:
-        run = store.run(trial["run_id"])
+        run = store.run(trial.run_id)
     if trial is None or run is None:
         if ref:
             raise BringupError(f"no run or trial matches {ref!r}; `bringup report` lists them.")
         raise BringupError("the results database has no runs yet; run `bringup sweep` first.")
-    if trial["status"] != "passed":
+    if trial.status is not Status.PASSED:
         raise BringupError(
-            f"trial {trial['id']} {trial['status']} ({trial.get('category') or trial['stage']});"
+            f"trial {trial.id} {trial.status} ({trial.category or trial.stage});"
             " only a passed trial can be deployed."
         )
-    if not trial.get("command"):
-        raise BringupError(f"trial {trial['id']} has no recorded command line to deploy.")
+    if not trial.command:
+        raise BringupError(f"trial {trial.id} has no recorded command line to deploy.")
     return run, trial
 
 
-def _health_path(engine: str) -> str:
+def _default_health_path(engine: str) -> str:
+    """For rows stored before the health path was recorded: the engine's default."""
     from bringup.engines.registry import get_engine
 
     try:
@@ -145,42 +139,38 @@ def _health_path(engine: str) -> str:
         return "/health"
 
 
-def deployment_from(
-    run: dict[str, Any], trial: dict[str, Any], port: int | None = None
-) -> Deployment:
+def deployment_from(run: dict[str, Any], trial: TrialRow, port: int | None = None) -> Deployment:
     spec = run.get("spec") or {}
     launch = spec.get("launch") or {}
-    argv: list[str] = [str(w) for w in trial["command"]]
+    argv: list[str] = [str(w) for w in trial.command]
     split = split_argv(argv)
     all_env = dict((spec.get("engine") or {}).get("env") or {}) | dict(launch.get("env") or {})
     secret_env = [k for k in all_env if is_secret_name(k)]
     secret_env += [s for s in split.secrets if s not in secret_env]
     finger = run.get("fingerprint") or {}
     model = finger.get("model") or (spec.get("model") or {}).get("path")
-    ready = (trial.get("timings") or {}).get("ready_s")
-    metrics = trial.get("metrics") or {}
+    ready = trial.timings.get("ready_s")
+    metrics = trial.metrics
     figures = {
         k: float(metrics[k])
         for k in ("output_tok_s", "ttft_p50_ms", "ttft_p99_ms", "decode_tok_s_single")
         if isinstance(metrics.get(k), int | float)
     }
-    engine = str(run.get("engine") or trial.get("engine") or "engine")
-    stored_port = _flag_value(argv, "--port")
+    engine = str(run.get("engine") or trial.engine or "engine")
     dep = Deployment(
         name=slug(f"bringup-{engine}"),
         engine=engine,
-        engine_version=str(
-            trial.get("engine_version") or finger.get("engine_version") or "unknown"
-        ),
+        engine_version=str(trial.engine_version or finger.get("engine_version") or "unknown"),
         run_id=run["id"],
-        trial_id=trial["id"],
-        flags=dict(trial.get("flags") or {}),
+        trial_id=trial.id,
+        flags=dict(trial.flags),
         argv=split.words,
         env={k: str(v) for k, v in all_env.items() if not is_secret_name(k)},
         secret_env=secret_env,
-        host=_flag_value(argv, "--host") or str(launch.get("host") or "127.0.0.1"),
-        port=int(stored_port or trial.get("port") or launch.get("port") or 8000),
-        health_path=_health_path(engine),
+        # what the trial recorded at launch; the spec's launch section for older rows
+        host=trial.host or str(launch.get("host") or "127.0.0.1"),
+        port=int(trial.port or launch.get("port") or 8000),
+        health_path=trial.health_path or _default_health_path(engine),
         ready_s=float(ready) if isinstance(ready, int | float) else None,
         start_budget_s=start_budget(
             float(ready) if isinstance(ready, int | float) else None,

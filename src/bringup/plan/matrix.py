@@ -1,26 +1,26 @@
 """The compatibility matrix: flag value by fingerprint, from recorded trials.
 
-:func:`compatibility_matrix` takes trial rows as dicts (``flags``, ``status``,
-``category``, ``fingerprint`` (dict), ``engine``, ``engine_version``; JSON text is
-accepted for ``flags``/``fingerprint``) and says, for each flag value on each hardware and
-engine version: ``works`` (some passed trial used it), the failure category seen most
-often with it (when no trial with it passed), or ``not tried``. Rows still running,
-skipped or interrupted say nothing and are left out.
+:func:`compatibility_matrix` takes typed trial rows (:class:`~bringup.store.TrialRow`,
+with their run's fingerprint joined, as ``Store.iter_all_trials`` gives them) and says, for
+each flag value on each hardware and engine version: ``works`` (some passed trial used
+it), the failure category seen most often with it (when no trial with it passed), or
+``not tried``. Rows still running, skipped or interrupted say nothing and are left out.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from bringup.fingerprint import hardware_label
+from bringup.store.rows import TrialRow
+from bringup.verdict import Status
 
 NOT_TRIED = "not tried"
 WORKS = "works"
-_DECIDED = {"passed", "failed"}
+_DECIDED = (Status.PASSED, Status.FAILED)
 
 
 @dataclass
@@ -55,19 +55,10 @@ class Matrix:
         return out
 
 
-def _loads(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return {}
-    return value or {}
-
-
-def column_label(row: Mapping[str, Any]) -> str:
-    fp = _loads(row.get("fingerprint")) or {}
-    engine = row.get("engine") or fp.get("engine") or "engine"
-    version = row.get("engine_version") or fp.get("engine_version") or "unknown"
+def column_label(row: TrialRow) -> str:
+    fp = row.fingerprint
+    engine = row.engine or fp.get("engine") or "engine"
+    version = row.engine_version or fp.get("engine_version") or "unknown"
     try:
         hardware = hardware_label(fp) if fp else "unknown hardware"
     except (KeyError, TypeError, AttributeError):
@@ -83,27 +74,25 @@ def _value_text(value: Any) -> str:
     return str(value)
 
 
-def compatibility_matrix(rows: Iterable[Mapping[str, Any]]) -> Matrix:
+def compatibility_matrix(rows: Iterable[TrialRow]) -> Matrix:
     columns: list[str] = []
     keys: list[tuple[str, str]] = []
     cells: dict[tuple[str, str], dict[str, Cell]] = {}
     for row in rows:
-        status = str(row.get("status") or "")
-        if status not in _DECIDED:
+        if row.status not in _DECIDED:
             continue
         column = column_label(row)
         if column not in columns:
             columns.append(column)
-        flags = _loads(row.get("flags")) or {}
-        for flag, value in flags.items():
+        for flag, value in row.flags.items():
             key = (str(flag), _value_text(value))
             if key not in cells:
                 cells[key] = {}
                 keys.append(key)
             cell = cells[key].setdefault(column, Cell())
-            if status == "passed":
+            if row.status is Status.PASSED:
                 cell.passed += 1
             else:
-                cell.failed[str(row.get("category") or "failed")] += 1
+                cell.failed[row.category.value if row.category else "failed"] += 1
     keys.sort(key=lambda k: (k[0], k[1]))
     return Matrix(columns=columns, rows=keys, cells=cells)

@@ -25,13 +25,13 @@ def report_dict(report: RunReport) -> dict[str, Any]:
     return {
         "run": report.run,
         "objective": {"metric": report.objective, "larger_is_better": report.larger_is_better},
-        "winner": report.winner["id"] if report.winner else None,
+        "winner": report.winner.id if report.winner else None,
         "counts": report.counts,
         "axes": report.axes,
         "fingerprint": report.fingerprint,
         "engine_version": report.engine_version,
         "pruned": report.pruned,
-        "trials": report.trials,
+        "trials": [t.to_dict() for t in report.trials],
     }
 
 
@@ -41,12 +41,12 @@ def write_json(report: RunReport, path: str | Path) -> Path:
 
 def trial_rows(report: RunReport) -> tuple[list[str], list[dict[str, Any]]]:
     """(columns, rows): one row per trial, the union of timing and metric keys as columns."""
-    timing_keys = sorted({k for t in report.trials for k in (t.get("timings") or {})})
+    timing_keys = sorted({k for t in report.trials for k in t.timings})
     metric_keys = sorted(
         {
             k
             for t in report.trials
-            for k, v in (t.get("metrics") or {}).items()
+            for k, v in t.metrics.items()
             if isinstance(v, int | float | str | bool)
         }
     )
@@ -54,26 +54,26 @@ def trial_rows(report: RunReport) -> tuple[list[str], list[dict[str, Any]]]:
     columns = [*BASE_COLUMNS, *axes, *timing_keys, *metric_keys, *TAIL_COLUMNS]
     rows = []
     for t in report.trials:
-        flags = t.get("flags") or {}
+        flags = t.flags
         row: dict[str, Any] = {
-            "trial": t["id"],
-            "seq": t.get("seq"),
-            "status": t["status"],
-            "stage": t.get("stage"),
-            "category": t.get("category") or "",
-            "purpose": t.get("purpose") or "",
-            "reused_from": t.get("reused_from") or "",
+            "trial": t.id,
+            "seq": t.seq,
+            "status": t.status.value,
+            "stage": t.stage.value,
+            "category": t.category.value if t.category else "",
+            "purpose": t.purpose or "",
+            "reused_from": t.reused_from or "",
         }
         row.update({k: flags.get(k, "") for k in axes})
-        row.update({k: (t.get("timings") or {}).get(k, "") for k in timing_keys})
-        row.update({k: (t.get("metrics") or {}).get(k, "") for k in metric_keys})
-        row["remedy"] = t.get("remedy") or ""
-        row["evidence"] = " | ".join(t.get("evidence") or [])
-        row["detail"] = t.get("detail") or ""
+        row.update({k: t.timings.get(k, "") for k in timing_keys})
+        row.update({k: t.metrics.get(k, "") for k in metric_keys})
+        row["remedy"] = t.remedy or ""
+        row["evidence"] = " | ".join(t.evidence)
+        row["detail"] = t.detail or ""
         other = {k: v for k, v in flags.items() if k not in report.axes}
         row["other_flags"] = json.dumps(other) if other else ""
-        row["command"] = shlex.join(t.get("command") or [])
-        row["log_path"] = t.get("log_path") or ""
+        row["command"] = shlex.join(t.command)
+        row["log_path"] = t.log_path or ""
         rows.append(row)
     return columns, rows
 

@@ -21,6 +21,7 @@ from bringup.files import replace_file
 from bringup.report.model import KEY_FIGURES, RunReport, levels
 from bringup.report.plots import latency_svg, throughput_svg
 from bringup.report.text import fingerprint_line, fmt, short_id, verdict_counts
+from bringup.store import TrialRow
 
 _RANK = {"passed": 0, "failed": 1, "interrupted": 2, "running": 3}
 
@@ -47,22 +48,22 @@ def _same(flags: dict[str, Any], config: dict[str, Any]) -> bool:
 
 
 def _cell(report: RunReport, config: dict[str, Any]) -> Cell:
-    trials = [t for t in report.trials if _same(t.get("flags") or {}, config)]
+    trials = [t for t in report.trials if _same(t.flags, config)]
     if trials:
-        t = min(trials, key=lambda t: (_RANK.get(t["status"], 9), -(t.get("seq") or 0)))
-        sid = short_id(t["id"], report.run_id)
-        if t["status"] == "passed":
-            value = t["metrics"].get(report.objective)
+        t = min(trials, key=lambda t: (_RANK.get(t.status, 9), -(t.seq or 0)))
+        sid = short_id(t.id, report.run_id)
+        if t.status == "passed":
+            value = t.metrics.get(report.objective)
             text = f"{fmt(value)}" if value is not None else "passed"
             title = f"{sid} passed; {report.objective} {fmt(value)}"
-        elif t["status"] == "failed":
-            text = t.get("category") or "failed"
-            title = f"{sid} failed at {t.get('stage')}: {(t.get('evidence') or [''])[0][:160]}"
+        elif t.status == "failed":
+            text = t.category or "failed"
+            title = f"{sid} failed at {t.stage}: {(t.evidence or [''])[0][:160]}"
         else:
-            text, title = t["status"], f"{sid} {t['status']}"
+            text, title = t.status, f"{sid} {t.status}"
         if len(trials) > 1:
             title += f" ({len(trials)} trials of this configuration)"
-        return Cell(t["status"], text, title, sid)
+        return Cell(t.status, text, title, sid)
     for p in report.pruned:
         if _same(p.get("flags") or {}, config):
             return Cell("pruned", "pruned", p.get("reason") or "pruned")
@@ -93,9 +94,9 @@ def trial_matrix(report: RunReport) -> Matrix:
     return Matrix(row_axes, col_axis, cols, rows, hidden)
 
 
-def _bad_outputs(trial: dict[str, Any]) -> list[dict[str, Any]]:
+def _bad_outputs(trial: TrialRow) -> list[dict[str, Any]]:
     """Failed known-answer or garbage checks of a trial, with what the model said."""
-    results = ((trial.get("checks") or {}).get("correctness") or {}).get("results") or []
+    results = (trial.checks.get("correctness") or {}).get("results") or []
     return [r for r in results if isinstance(r, dict) and not r.get("passed")][:5]
 
 

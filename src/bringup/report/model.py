@@ -9,6 +9,7 @@ and every evidence line pass through :mod:`bringup.secrets`.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -16,8 +17,11 @@ from typing import Any
 
 from bringup.errors import BringupError
 from bringup.secrets import redact_argv, redact_env, redact_text, secret_values
-from bringup.store import Store
+from bringup.store import Store, TrialRow
+from bringup.verdict import Status
 
+# typed columns no secret can hide in (the command line is redacted on its own)
+_NOT_TEXT = ("status", "stage", "category", "command")
 LEVEL_KEY = re.compile(r"^c(\d+)\.(.+)$")
 KEY_FIGURES = (
     ("output_tok_s", "out tok/s"),
@@ -40,11 +44,11 @@ LATENCY_KEYS = (
 @dataclass
 class RunReport:
     run: dict[str, Any]
-    trials: list[dict[str, Any]]
+    trials: list[TrialRow]
     axes: dict[str, list[Any]]  # the searched flags and their values, in spec order
     objective: str
     larger_is_better: bool
-    winner: dict[str, Any] | None
+    winner: TrialRow | None
     pruned: list[dict[str, Any]]
     fingerprint: dict[str, Any]
     counts: dict[str, int] = field(default_factory=dict)
@@ -56,26 +60,26 @@ class RunReport:
     @property
     def engine_version(self) -> str:
         for t in self.trials:
-            if t.get("engine_version"):
-                return str(t["engine_version"])
+            if t.engine_version:
+                return t.engine_version
         return str(self.fingerprint.get("engine_version") or "unknown")
 
-    def passed(self) -> list[dict[str, Any]]:
+    def passed(self) -> list[TrialRow]:
         """Passed trials, best first by the objective (those without the figure last)."""
         sign = 1.0 if self.larger_is_better else -1.0
 
-        def rank(t: dict[str, Any]) -> tuple[int, float]:
-            v = t["metrics"].get(self.objective)
+        def rank(t: TrialRow) -> tuple[int, float]:
+            v = t.metrics.get(self.objective)
             return (0, -sign * float(v)) if isinstance(v, int | float) else (1, 0.0)
 
-        return sorted((t for t in self.trials if t["status"] == "passed"), key=rank)
+        return sorted((t for t in self.trials if t.passed), key=rank)
 
-    def failures(self) -> dict[str, list[dict[str, Any]]]:
+    def failures(self) -> dict[str, list[TrialRow]]:
         """Failed trials by category, the most frequent category first."""
-        groups: dict[str, list[dict[str, Any]]] = {}
+        groups: dict[str, list[TrialRow]] = {}
         for t in self.trials:
-            if t["status"] == "failed":
-                groups.setdefault(t.get("category") or "unknown", []).append(t)
+            if t.status is Status.FAILED:
+                groups.setdefault(t.category.value if t.category else "unknown", []).append(t)
         return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])))
 
     def label(self, flags: dict[str, Any]) -> str:
@@ -84,10 +88,10 @@ class RunReport:
         return " ".join(shown) or " ".join(f"{k}={v}" for k, v in flags.items()) or "(defaults)"
 
 
-def levels(trial: dict[str, Any]) -> dict[int, dict[str, float]]:
+def levels(trial: TrialRow) -> dict[int, dict[str, float]]:
     """Per-concurrency figures of a trial: ``{4: {"output_tok_s": ..., ...}}``."""
     out: dict[int, dict[str, float]] = {}
-    for key, value in (trial.get("metrics") or {}).items():
+    for key, value in trial.metrics.items():
         m = LEVEL_KEY.match(key)
         if m and isinstance(value, int | float):
             out.setdefault(int(m.group(1)), {})[m.group(2)] = float(value)
@@ -112,12 +116,15 @@ def _scrub(value: Any, secrets: list[str]) -> Any:
     return value
 
 
-def _redacted_trial(trial: dict[str, Any], secrets: list[str]) -> dict[str, Any]:
-    command = [str(w) for w in trial.get("command") or []]
+def _redacted_trial(trial: TrialRow, secrets: list[str]) -> TrialRow:
+    command = [str(w) for w in trial.command]
     secrets = secrets + secret_values(command, {})
-    t: dict[str, Any] = _scrub(dict(trial), secrets)
-    t["command"] = redact_argv(command)
-    return t
+    scrubbed = {
+        f.name: _scrub(getattr(trial, f.name), secrets)
+        for f in dataclasses.fields(trial)
+        if f.name not in _NOT_TEXT
+    }
+    return dataclasses.replace(trial, command=redact_argv(command), **scrubbed)
 
 
 def load_report(store: Store, ref: str | None = None) -> RunReport:
@@ -144,8 +151,8 @@ def load_report(store: Store, ref: str | None = None) -> RunReport:
         spec["launch"]["args"] = redact_argv(launch_args)
     trials = [_redacted_trial(t, secrets) for t in store.trials(run["id"])]
     objective, larger = _objective(spec)
-    by_id = {t["id"]: t for t in trials}
-    counts = Counter(t["status"] for t in trials)
+    by_id = {t.id: t for t in trials}
+    counts = Counter(t.status.value for t in trials)
     if run.get("pruned"):
         counts["pruned"] = len(run["pruned"])
     return RunReport(

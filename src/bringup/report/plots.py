@@ -44,7 +44,7 @@ def throughput_svg(report: RunReport) -> str | None:
     for t in report.passed()[:MAX_LINES]:
         per = {c: m["output_tok_s"] for c, m in levels(t).items() if "output_tok_s" in m}
         if per:
-            lines.append((short_id(t["id"], report.run_id), per))
+            lines.append((short_id(t.id, report.run_id), per))
     if not lines:
         return None
     fig = _figure(6.4, 3.6)
@@ -65,17 +65,17 @@ def throughput_svg(report: RunReport) -> str | None:
 
 
 def latency_svg(report: RunReport) -> str | None:
-    trials = [t for t in report.passed()[:MAX_LINES] if "ttft_p50_ms" in t["metrics"]]
+    trials = [t for t in report.passed()[:MAX_LINES] if "ttft_p50_ms" in t.metrics]
     if not trials:
         return None
     groups = (("TTFT", "ttft"), ("ITL", "itl"), ("E2E", "e2e"))
     fig = _figure(7.2, 0.5 + 0.45 * len(trials) + 0.8)
     axes = fig.subplots(1, len(groups), sharey=True)
-    labels = [short_id(t["id"], report.run_id) for t in trials]
+    labels = [short_id(t.id, report.run_id) for t in trials]
     ys = list(range(len(trials)))
     for ax, (title, base) in zip(axes, groups, strict=True):
         for j, (q, color) in enumerate((("p50", "#4393c3"), ("p99", "#d6604d"))):
-            vals = [float(t["metrics"].get(f"{base}_{q}_ms") or 0.0) for t in trials]
+            vals = [float(t.metrics.get(f"{base}_{q}_ms") or 0.0) for t in trials]
             ax.barh([y + (j - 0.5) * 0.38 for y in ys], vals, height=0.36, color=color, label=q)
         ax.set_title(f"{title} ms", fontsize=10)
         ax.grid(axis="x", alpha=0.3)

@@ -73,9 +73,9 @@ def render_text(report: RunReport) -> str:
     ]
     win = report.winner
     if win is not None:
-        value = win["metrics"].get(report.objective)
+        value = win.metrics.get(report.objective)
         lines.append(
-            f"winner: {short_id(win['id'], rid)}  {report.label(win['flags'])}  "
+            f"winner: {short_id(win.id, rid)}  {report.label(win.flags)}  "
             f"{report.objective} {fmt(value)}"
         )
     else:
@@ -87,10 +87,10 @@ def render_text(report: RunReport) -> str:
         header = ["trial", "configuration", *(name for _, name in KEY_FIGURES), "ready s"]
         rows = [
             [
-                short_id(t["id"], rid) + (" *" if win is not None and t["id"] == win["id"] else ""),
-                report.label(t["flags"]),
-                *(fmt(t["metrics"].get(key)) for key, _ in KEY_FIGURES),
-                fmt((t.get("timings") or {}).get("ready_s")),
+                short_id(t.id, rid) + (" *" if win is not None and t.id == win.id else ""),
+                report.label(t.flags),
+                *(fmt(t.metrics.get(key)) for key, _ in KEY_FIGURES),
+                fmt(t.timings.get("ready_s")),
             ]
             for t in passed[:TOP]
         ]
@@ -104,14 +104,14 @@ def render_text(report: RunReport) -> str:
         for category, group in failures.items():
             t = group[0]
             lines.append(
-                f"  {category} x{len(group)}: {short_id(t['id'], rid)} {report.label(t['flags'])}"
-                f" (stage {t['stage']})"
+                f"  {category} x{len(group)}: {short_id(t.id, rid)} {report.label(t.flags)}"
+                f" (stage {t.stage})"
             )
-            evidence = (t.get("evidence") or [t.get("detail") or ""])[0]
+            evidence = (t.evidence or [t.detail or ""])[0]
             if evidence:
                 lines.append(f"      {evidence[:200]}")
-            if t.get("remedy"):
-                lines.append(f"      remedy: {t['remedy']}")
+            if t.remedy:
+                lines.append(f"      remedy: {t.remedy}")
 
     if report.pruned:
         lines += ["", "pruned (not run):"]

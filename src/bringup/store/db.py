@@ -20,7 +20,8 @@ from bringup.errors import StoreError
 from bringup.plan.base import Pruned
 from bringup.secrets import MASK, is_secret_name, redact_argv, redact_text, secret_values
 from bringup.store.migrations import migrate
-from bringup.verdict import Category, Failure, Stage, Status, TrialResult
+from bringup.store.rows import TrialRow
+from bringup.verdict import Status, TrialResult
 
 DECIDED = (Status.PASSED.value, Status.FAILED.value)
 
@@ -161,15 +162,16 @@ class Store:
             " engine_version,"
             " purpose, flags_json, status, stage, category, evidence_json, remedy, detail,"
             " timings_json, metrics_json, checks_json, chosen_json, command_json, port, pid,"
-            " log_path, note, reused_from, started, updated)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+            " log_path, note, reused_from, started, updated, host, health_path)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
             " ON CONFLICT(id) DO UPDATE SET status=excluded.status, stage=excluded.stage,"
             " category=excluded.category, evidence_json=excluded.evidence_json,"
             " remedy=excluded.remedy, detail=excluded.detail, timings_json=excluded.timings_json,"
             " metrics_json=excluded.metrics_json, checks_json=excluded.checks_json,"
             " chosen_json=excluded.chosen_json, command_json=excluded.command_json,"
             " port=excluded.port, pid=excluded.pid, log_path=excluded.log_path,"
-            " note=excluded.note, updated=excluded.updated",
+            " note=excluded.note, updated=excluded.updated, host=excluded.host,"
+            " health_path=excluded.health_path",
             (
                 result.trial_id,
                 run_id,
@@ -198,6 +200,8 @@ class Store:
                 reused_from,
                 now,
                 now,
+                result.host,
+                result.health_path,
             ),
         )
 
@@ -208,31 +212,29 @@ class Store:
             " AND reused_from IS NULL ORDER BY updated DESC LIMIT 1",
             (cfg_key, fingerprint_key, *DECIDED),
         ).fetchone()
-        return row_to_result(row) if row else None
+        return TrialRow.from_row(row).to_result() if row else None
 
-    def trials(self, run_id: str | None = None) -> list[dict[str, Any]]:
+    def trials(self, run_id: str | None = None) -> list[TrialRow]:
         if run_id:
             rows = self.db.execute("SELECT * FROM trials WHERE run_id=? ORDER BY seq", (run_id,))
         else:
             rows = self.db.execute("SELECT * FROM trials ORDER BY updated")
-        return [trial_row_dict(r) for r in rows]
+        return [TrialRow.from_row(r) for r in rows]
 
-    def iter_all_trials(self) -> Iterator[dict[str, Any]]:
+    def iter_all_trials(self) -> Iterator[TrialRow]:
         """Every trial with its run's fingerprint (for the compatibility matrix)."""
         for r in self.db.execute(
             "SELECT t.*, r.fingerprint_json FROM trials t JOIN runs r ON r.id = t.run_id"
             " ORDER BY t.updated"
         ):
-            d = trial_row_dict(r)
-            d["fingerprint"] = _loads(r["fingerprint_json"], {})
-            yield d
+            yield TrialRow.from_row(r)
 
-    def trial(self, trial_id: str) -> dict[str, Any] | None:
+    def trial(self, trial_id: str) -> TrialRow | None:
         row = self.db.execute(
             "SELECT * FROM trials WHERE id=? OR id LIKE ? ORDER BY updated DESC LIMIT 1",
             (trial_id, trial_id + "%"),
         ).fetchone()
-        return trial_row_dict(row) if row else None
+        return TrialRow.from_row(row) if row else None
 
     def mark_interrupted(self, run_id: str) -> int:
         cur = self.db.execute(
@@ -257,42 +259,3 @@ class Store:
             (fingerprint_key, cfg_key),
         ).fetchone()
         return json.loads(row[0]) if row else None
-
-
-def trial_row_dict(row: sqlite3.Row) -> dict[str, Any]:
-    d = dict(row)
-    for key in ("flags", "evidence", "timings", "metrics", "checks", "chosen", "command"):
-        d[key] = _loads(
-            d.pop(f"{key}_json", None), {} if key not in ("evidence", "command") else []
-        )
-    d.pop("fingerprint_json", None)
-    return d
-
-
-def row_to_result(row: sqlite3.Row | dict[str, Any]) -> TrialResult:
-    d = trial_row_dict(row) if isinstance(row, sqlite3.Row) else row
-    failure = None
-    if d.get("category"):
-        failure = Failure(
-            stage=Stage(d["stage"]),
-            category=Category(d["category"]),
-            evidence=d["evidence"],
-            remedy=d.get("remedy"),
-            detail=d.get("detail"),
-        )
-    return TrialResult(
-        trial_id=d["id"],
-        flags=d["flags"],
-        status=Status(d["status"]),
-        stage=Stage(d["stage"]),
-        failure=failure,
-        command=d["command"],
-        port=d.get("port"),
-        pid=d.get("pid"),
-        log_path=d.get("log_path"),
-        timings=d["timings"],
-        metrics=d["metrics"],
-        checks=d["checks"],
-        chosen=d["chosen"],
-        note=d.get("note"),
-    )

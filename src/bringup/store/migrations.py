@@ -74,7 +74,13 @@ def m001_initial(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [m001_initial]
+def m002_launch_address(db: sqlite3.Connection) -> None:
+    """Where the trial's server listened and answered health, as launched (deploy reads it)."""
+    db.execute("ALTER TABLE trials ADD COLUMN host TEXT")
+    db.execute("ALTER TABLE trials ADD COLUMN health_path TEXT")
+
+
+MIGRATIONS: list[Migration] = [m001_initial, m002_launch_address]
 
 
 def migrate(db: sqlite3.Connection) -> None:
