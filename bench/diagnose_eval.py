@@ -1,9 +1,15 @@
-"""Run the diagnosis classifier over the labelled failure corpus.
+"""Run the diagnosis classifier (the library call behind ``bringup diagnose``) over the
+labelled failure corpus of bench/data/diagnose/.
 
-Prints per-category precision/recall, the confusion pairs (expected -> got) with the case
-ids, and as its last line ``accuracy=<float> n=<int>``.
+    python bench/diagnose_eval.py [--split fit|heldout|all|legacy] [--verbose]
+    python bench/diagnose_eval.py CORPUS.jsonl [--verbose]
 
-    .venv/bin/python bench/diagnose_eval.py [CORPUS.jsonl] [--verbose]
+Prints accuracy per engine, precision/recall per category, the confusion pairs
+(expected -> got), accuracy by confidence band, and as its last line
+``accuracy=<float> n=<int>`` for the chosen split. ``legacy`` is the 43 public cases the
+rules were first written from (a subset of fit; the old default run). For ``heldout`` the
+fit figure is printed on the line before, and case ids and log lines are never printed:
+whoever writes rules reads the held-out figure, never its cases.
 """
 
 from __future__ import annotations
@@ -12,50 +18,120 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from bringup.diagnose import classify
 
-DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "failure_logs.jsonl"
+DATA = Path(__file__).resolve().parent / "data" / "diagnose"
+SPLITS = ("fit", "heldout", "all", "legacy")
+BANDS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.85), (0.85, 1.01))
 
 
-def main(argv: list[str]) -> int:
-    verbose = "--verbose" in argv
-    paths = [a for a in argv if not a.startswith("--")]
-    corpus = Path(paths[0]) if paths else DEFAULT
-    if not corpus.exists():
-        corpus = Path("/work/shared/corpus/failure_logs.jsonl")
-    cases = [json.loads(line) for line in corpus.read_text().splitlines() if line.strip()]
+def _load(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
+
+
+def cases_of(split: str) -> list[dict[str, Any]]:
+    if split == "all":
+        return _load(DATA / "fit.jsonl") + _load(DATA / "heldout.jsonl")
+    if split == "legacy":
+        legacy = set((DATA / "legacy_fit_ids.txt").read_text().split())
+        return [c for c in _load(DATA / "fit.jsonl") if c["id"] in legacy]
+    return _load(DATA / f"{split}.jsonl")
+
+
+def run(cases: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, float, list[str]]]:
+    out = []
+    for case in cases:
+        d = classify(case["log"], engine=case.get("engine"), exit_code=case.get("exit_code"))
+        out.append((case, d.category.value, d.confidence, d.evidence))
+    return out
+
+
+def accuracy(results: list[tuple[dict[str, Any], str, float, list[str]]]) -> float:
+    return sum(c["category"] == got for c, got, _, _ in results) / len(results) if results else 0.0
+
+
+def report(results: list[tuple[dict[str, Any], str, float, list[str]]], show_ids: bool) -> None:
+    by_engine: dict[str, list[bool]] = {}
+    for case, got, _, _ in results:
+        by_engine.setdefault(case["engine"], []).append(case["category"] == got)
+    print(f"{'engine':12} {'acc':>6} {'n':>4}")
+    for engine, oks in sorted(by_engine.items()):
+        print(f"{engine:12} {sum(oks) / len(oks):6.2f} {len(oks):4d}")
     tp: Counter[str] = Counter()
     predicted: Counter[str] = Counter()
     actual: Counter[str] = Counter()
     confusion: dict[tuple[str, str], list[str]] = {}
-    for case in cases:
-        d = classify(case["log"], engine=case.get("engine"), exit_code=case.get("exit_code"))
-        want, got = case["category"], d.category.value
+    for case, got, _, _ in results:
+        want = case["category"]
         actual[want] += 1
         predicted[got] += 1
         if want == got:
             tp[want] += 1
         else:
-            confusion.setdefault((want, got), []).append(case.get("id", "?"))
-        if verbose:
-            mark = "ok " if want == got else "BAD"
-            print(f"{mark} {case.get('id')}: want={want} got={got} conf={d.confidence:.2f}")
-            for line in d.evidence[:2]:
-                print(f"      | {line[:150]}")
-            print(f"      remedy: {d.remedy}")
-    print(f"{'category':28} {'prec':>6} {'recall':>6} {'n':>4}")
+            confusion.setdefault((want, got), []).append(case["id"])
+    print(f"\n{'category':28} {'prec':>6} {'recall':>6} {'n':>4}")
     for cat in sorted(set(actual) | set(predicted)):
         prec = tp[cat] / predicted[cat] if predicted[cat] else float("nan")
         rec = tp[cat] / actual[cat] if actual[cat] else float("nan")
         print(f"{cat:28} {prec:6.2f} {rec:6.2f} {actual[cat]:4d}")
     if confusion:
-        print("confusion (expected -> got):")
-        for (want, got), ids in sorted(confusion.items()):
-            print(f"  {want} -> {got}: {len(ids)}  {', '.join(ids)}")
-    n = len(cases)
-    accuracy = sum(tp.values()) / n if n else 0.0
-    print(f"accuracy={accuracy:.4f} n={n}")
+        print("\nconfusion (expected -> got):")
+        for (want, got), ids in sorted(confusion.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            print(f"  {want} -> {got}: {len(ids)}" + (f"  {', '.join(ids)}" if show_ids else ""))
+    print(f"\n{'confidence':12} {'acc':>6} {'n':>4}")
+    for lo, hi in BANDS:
+        band = [c["category"] == got for c, got, conf, _ in results if lo <= conf < hi]
+        label = f"[{lo:.2f},{min(hi, 1.0):.2f}{']' if hi > 1 else ')'}"
+        acc = f"{sum(band) / len(band):6.2f}" if band else "     -"
+        print(f"{label:12} {acc} {len(band):4d}")
+
+
+def _verbose(results: list[tuple[dict[str, Any], str, float, list[str]]]) -> None:
+    for case, got, conf, evidence in results:
+        want = case["category"]
+        print(
+            f"{'ok ' if want == got else 'BAD'} {case['id']}: want={want} got={got} conf={conf:.2f}"
+        )
+        for line in evidence[:2]:
+            print(f"      | {line[:150]}")
+
+
+def main(argv: list[str]) -> int:
+    verbose = "--verbose" in argv
+    args = [a for a in argv if a != "--verbose"]
+    split, path = "fit", None
+    if args[:1] == ["--split"]:
+        if len(args) != 2 or args[1] not in SPLITS:
+            print(f"--split takes one of {', '.join(SPLITS)}", file=sys.stderr)
+            return 2
+        split = args[1]
+    elif len(args) == 1 and not args[0].startswith("-"):
+        path = Path(args[0])
+        if not path.is_file():
+            print(f"{path} does not exist: give a corpus .jsonl file", file=sys.stderr)
+            return 2
+    elif args:
+        print(
+            "usage: diagnose_eval.py [--split fit|heldout|all|legacy] [--verbose] | CORPUS.jsonl",
+            file=sys.stderr,
+        )
+        return 2
+    if split == "heldout" and verbose:
+        print(
+            "--verbose would print held-out cases: it is refused for --split heldout",
+            file=sys.stderr,
+        )
+        return 2
+    results = run(_load(path) if path else cases_of(split))
+    if verbose:
+        _verbose(results)
+    report(results, show_ids=split != "heldout")
+    if split == "heldout" and path is None:
+        fit = run(cases_of("fit"))
+        print(f"\nfit: accuracy={accuracy(fit):.4f} n={len(fit)}")
+    print(f"accuracy={accuracy(results):.4f} n={len(results)}")
     return 0
 
 

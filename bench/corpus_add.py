@@ -1,0 +1,66 @@
+"""Add labelled cases to the corpus, each filed on the side of the split its source decides.
+
+A collector writes cases as plain-text blocks (no JSON escaping of logs by hand):
+
+    @@ <id> | <engine> | <category> | <owner/repo#number> | <YYYY-MM-DD or -> | <gpu or ->
+    <remedy, one line, or ->
+    <the log excerpt, verbatim, any number of lines>
+
+and runs ``python bench/corpus_add.py BLOCKS.txt``. Each case is appended to fit.jsonl or
+heldout.jsonl by ``corpus_check.side_of``; only counts are printed, so adding cases never
+shows the collector what the held-out part holds. Then run ``corpus_check.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from corpus_check import DATA, legacy_ids, side_of
+
+
+def parse(text: str) -> list[dict[str, Any]]:
+    cases: list[dict[str, Any]] = []
+    for block in ("\n" + text).split("\n@@ ")[1:]:
+        head, remedy, *log = block.split("\n")
+        fields = [f.strip() for f in head.split("|")]
+        if len(fields) != 6:
+            raise SystemExit(f"header needs 6 '|'-separated fields: {head!r}")
+        cid, engine, category, source, date, gpu = fields
+        while log and not log[-1].strip():
+            log.pop()
+        cases.append(
+            {
+                "id": cid,
+                "engine": engine,
+                "category": category,
+                "log": "\n".join(log),
+                "remedy": None if remedy.strip() in ("", "-") else remedy.strip(),
+                "source": source,
+                "gpu": None if gpu == "-" else gpu,
+                "date": None if date == "-" else date,
+            }
+        )
+    return cases
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or not Path(argv[0]).is_file():
+        print("usage: corpus_add.py BLOCKS.txt (an existing file)", file=sys.stderr)
+        return 2
+    cases = parse(Path(argv[0]).read_text())
+    legacy = legacy_ids()
+    counts = {"fit": 0, "heldout": 0}
+    for case in cases:
+        side = "fit" if case["id"] in legacy else side_of(case["source"])
+        with (DATA / f"{side}.jsonl").open("a") as out:
+            out.write(json.dumps(case, ensure_ascii=False) + "\n")
+        counts[side] += 1
+    print(f"added fit={counts['fit']} heldout={counts['heldout']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

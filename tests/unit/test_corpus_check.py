@@ -1,0 +1,88 @@
+"""The committed failure-log corpus passes its own check, and the check refuses bad cases."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def _module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("corpus_check", BENCH / "corpus_check.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["corpus_check"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+cc = _module()
+
+
+def _case(source: str, **over: Any) -> dict[str, Any]:
+    case = {
+        "id": "vllm-example-oom",
+        "engine": "vllm",
+        "category": "oom_gpu",
+        "log": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+        "remedy": "lower --gpu-memory-utilization",
+        "source": source,
+        "gpu": None,
+        "date": "2025-01-14",
+    }
+    case.update(over)
+    return case
+
+
+def _source_for(side: str) -> str:
+    return next(f"o/r#{n}" for n in range(1, 100) if cc.side_of(f"o/r#{n}") == side)
+
+
+def _write(
+    tmp_path: Path, fit: list[dict[str, Any]], held: list[dict[str, Any]]
+) -> dict[str, Path]:
+    files = {"fit": tmp_path / "fit.jsonl", "heldout": tmp_path / "heldout.jsonl"}
+    for name, cases in (("fit", fit), ("heldout", held)):
+        files[name].write_text("".join(json.dumps(c) + "\n" for c in cases))
+    return files
+
+
+def test_committed_corpus_is_clean() -> None:
+    problems, n = cc.check({"fit": cc.DATA / "fit.jsonl", "heldout": cc.DATA / "heldout.jsonl"})
+    assert problems == []
+    assert n >= len(cc.legacy_ids())
+
+
+def test_a_good_case_passes(tmp_path: Path) -> None:
+    problems, n = cc.check(_write(tmp_path, [_case(_source_for("fit"))], []))
+    assert (problems, n) == ([], 1)
+
+
+def test_bad_fields_are_named(tmp_path: Path) -> None:
+    bad = _case(_source_for("fit"), engine="vLLM", category="oom", date="14/01/2025", extra=1)
+    bad["source"] = "https://github.com/o/r/issues/3"
+    problems, _ = cc.check(_write(tmp_path, [bad], []))
+    text = "\n".join(problems)
+    for word in ("engine", "category", "date", "source", "unknown field"):
+        assert word in text
+
+
+def test_case_on_the_wrong_side_is_refused(tmp_path: Path) -> None:
+    problems, _ = cc.check(_write(tmp_path, [_case(_source_for("heldout"))], []))
+    assert any("belongs to heldout" in p for p in problems)
+
+
+def test_duplicates_are_refused_across_splits(tmp_path: Path) -> None:
+    fit, held = _source_for("fit"), _source_for("heldout")
+    again = _case(fit, id="vllm-example-oom-2")
+    near = _case(held, id="vllm-example-oom-3", log=_case(fit)["log"].replace("2.00", "3.50"))
+    problems, _ = cc.check(_write(tmp_path, [_case(fit), again], [near]))
+    assert any("same source and log" in p for p in problems)
+    assert any("nearly identical" in p for p in problems)
+    problems, _ = cc.check(_write(tmp_path, [_case(fit), _case(fit, log="x" * 40)], []))
+    assert any("id already used" in p for p in problems)
