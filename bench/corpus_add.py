@@ -7,7 +7,7 @@ A collector writes cases as plain-text blocks (no JSON escaping of logs by hand)
     <the log excerpt, verbatim, any number of lines>
 
 and runs ``python bench/corpus_add.py BLOCKS.txt``. Each case is appended to fit.jsonl or
-heldout.jsonl by ``corpus_check.side_of``; only counts are printed, so adding cases never
+heldout.jsonl by ``corpus_check.split_of``; only counts are printed, so adding cases never
 shows the collector what the held-out part holds. Then run ``corpus_check.py``.
 """
 
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from corpus_check import DATA, legacy_ids, side_of
+from corpus_check import DATA, legacy_ids, legacy_sources, split_of
 
 
 def parse(text: str) -> list[dict[str, Any]]:
@@ -51,10 +51,10 @@ def main(argv: list[str]) -> int:
         print("usage: corpus_add.py BLOCKS.txt (an existing file)", file=sys.stderr)
         return 2
     cases = parse(Path(argv[0]).read_text())
-    legacy = legacy_ids()
+    legacy, sources = legacy_ids(), legacy_sources()
     counts = {"fit": 0, "heldout": 0}
     for case in cases:
-        side = "fit" if case["id"] in legacy else side_of(case["source"])
+        side = split_of(case["id"], case["source"], legacy, sources)
         with (DATA / f"{side}.jsonl").open("a") as out:
             out.write(json.dumps(case, ensure_ascii=False) + "\n")
         counts[side] += 1
