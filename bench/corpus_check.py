@@ -66,7 +66,9 @@ def legacy_sources() -> set[str]:
     never sits on both sides."""
     legacy = legacy_ids()
     fit = DATA / "fit.jsonl"
-    return {c["source"].lower() for c in load(fit) if c.get("id") in legacy} if fit.exists() else set()
+    if not fit.exists():
+        return set()
+    return {c["source"].lower() for c in load(fit) if c.get("id") in legacy}
 
 
 def split_of(case_id: str, source: str, legacy: set[str], sources: set[str]) -> str:
