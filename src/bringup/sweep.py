@@ -27,8 +27,10 @@ from bringup.models import resolve_builtin
 from bringup.plan import Budget, PlannedTrial, ReferenceFirst, SweepPlanner, make_planner
 from bringup.plan.base import FIRST_LOOK
 from bringup.plan.winner import Winner, choose_winner
+from bringup.server.orphans import reconcile
 from bringup.spec import Config, Spec
 from bringup.store import Store, config_key
+from bringup.store import launched as launched_record
 from bringup.trial import LiveServer, TrialContext, run_trial
 from bringup.verdict import Stage, Status, TrialResult
 
@@ -101,10 +103,13 @@ class RunRecorder:
     run_id: str
     run_dir: Path
     started: float
+    notes: list[str] = field(default_factory=list)  # what reconciling a dead run did
 
     @classmethod
     def open(cls, prep: PreparedSpec, store: Store, options: SweepOptions) -> RunRecorder:
         spec = prep.spec
+        # engines and runs a killed bringup left behind: stop what is ours, mark them
+        notes = reconcile(store)
         run_id = store.create_run(
             spec_path=spec.source,
             spec_digest=spec.digest(),
@@ -117,7 +122,8 @@ class RunRecorder:
         run_dir = (Path(options.runs_dir) / run_id).resolve()
         run_dir.mkdir(parents=True, exist_ok=True)
         store.db.execute("UPDATE runs SET run_dir=? WHERE id=?", (str(run_dir), run_id))
-        return cls(prep, store, run_id, run_dir, time.monotonic())
+        launched_record.claim_run(store, run_id)
+        return cls(prep, store, run_id, run_dir, time.monotonic(), notes)
 
     def save(
         self,
@@ -208,6 +214,7 @@ async def run_sweep(
     rec = RunRecorder.open(prep, store, options)
     run_id, run_dir = rec.run_id, rec.run_dir
     planner = make_planner(spec, options.planner, Budget.from_spec(spec, options.max_trials))
+    planner.notes.extend(rec.notes)
     ref_config = spec.reference_config()
     ref_key = _key(prep, ref_config)
     reference: ReferenceAnswers | None = None
@@ -326,6 +333,7 @@ async def launch_one(
         on_stage=on_stage,
         api_key=options.api_key,
         benchmark=False,
+        on_process=launched_record.tracker(store, run_id, f"{run_id}-t001"),
     )
     trial = await run_trial(
         ctx,

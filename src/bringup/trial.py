@@ -38,6 +38,7 @@ from bringup.spec import Spec
 from bringup.verdict import Category, Stage, Status, TrialResult
 
 StageHook = Callable[[TrialResult, Stage, str], None]
+ProcessHook = Callable[[EngineProcess, bool], None]  # (process, True spawned / False stopped)
 
 
 @dataclass
@@ -51,6 +52,7 @@ class TrialContext:
     on_stage: StageHook = field(default=lambda r, s, m: None)
     api_key: str | None = None
     benchmark: bool = True
+    on_process: ProcessHook = field(default=lambda p, alive: None)
 
 
 @dataclass
@@ -134,6 +136,7 @@ async def run_trial(
             result.log_path = str(log_path)
             proc = EngineProcess(argv, log_path, adapter.env(spec, planned.config))
             result.pid = proc.pid
+            ctx.on_process(proc, True)
             ctx.on_stage(result, Stage.LAUNCHING, f"pid {proc.pid} on port {port}")
 
             t0 = _enter(ctx, result, Stage.READY, "waiting for health")
@@ -186,6 +189,7 @@ async def run_trial(
         result.timings["total"] = round(time.monotonic() - trial_start, 3)
         if proc is not None and run.server is None:
             proc.stop(spec.launch.stop_grace_s if result.status is not Status.INTERRUPTED else 3.0)
+            ctx.on_process(proc, False)
             if result.failure and result.log_path:
                 # the log is complete only after the process is gone
                 text = Path(result.log_path).read_text(errors="replace")

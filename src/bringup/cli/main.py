@@ -2,12 +2,14 @@
 
 This is the only place where errors become exit codes: a :class:`BringupError` prints its
 one sentence and exits non-zero, a :class:`RequestError` (the server failed) exits 1;
-Ctrl-C stops every engine bringup started and exits 130.
+Ctrl-C, SIGTERM and SIGHUP stop every engine bringup started and exit 130.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import signal
 import sys
 from typing import Any, NoReturn
@@ -46,10 +48,11 @@ class BringupGroup(click.Group):
             from bringup.server.process import stop_all
 
             stop_all()
-            click.echo(
-                "bringup: interrupted; engines stopped. Re-run the same command to resume.",
-                err=True,
-            )
+            with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
+                click.echo(
+                    "bringup: interrupted; engines stopped. Re-run the same command to resume.",
+                    err=True,
+                )
             sys.exit(130)
 
 
@@ -76,9 +79,24 @@ def _sigterm(signum: int, frame: object) -> NoReturn:
     raise KeyboardInterrupt
 
 
+def _sighup(signum: int, frame: object) -> NoReturn:
+    """A closed terminal or a dropped SSH session: stop like SIGTERM, with cleanup.
+
+    Output to the vanished terminal would fail with EIO in the middle of that cleanup,
+    so what went to a terminal goes to /dev/null from here on.
+    """
+    with contextlib.suppress(OSError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):
+            if os.isatty(fd):
+                os.dup2(null, fd)
+    raise KeyboardInterrupt
+
+
 _register()
 
 
 def main() -> None:
     signal.signal(signal.SIGTERM, _sigterm)
+    signal.signal(signal.SIGHUP, _sighup)
     cli()

@@ -14,7 +14,7 @@ from bringup.cli.render import ProgressLine, print_live_server, print_outcome
 from bringup.cli.secrets_env import api_key_env_option, api_key_from_env
 from bringup.errors import BringupError
 from bringup.spec import Spec, load_spec, parse_set, parse_spec
-from bringup.store import Store
+from bringup.store import Store, launched
 from bringup.sweep import SweepOptions, launch_one, prepare, run_sweep
 from bringup.verdict import Status
 
@@ -132,6 +132,7 @@ def launch(
         finally:
             if server.process is not None:
                 server.process.stop(spec.launch.stop_grace_s)
+                launched.forget(store, server.process.pid)
 
     asyncio.run(main())
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from bringup.engines.base import EngineAdapter
 from bringup.executors.base import TrialDone, TrialJob, abort_if_port_busy
 from bringup.spec import Spec
-from bringup.store import Store
+from bringup.store import Store, launched
 from bringup.trial import TrialContext, run_trial
 
 
@@ -55,6 +55,7 @@ class LocalExecutor:
             collect_reference=job.collect_reference,
             on_stage=job.sink.stage,
             api_key=self.api_key,
+            on_process=launched.tracker(self.store, self.run_id, job.trial_id),
         )
         try:
             trial = await run_trial(ctx, job.planned, job.trial_id)

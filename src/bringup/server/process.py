@@ -2,18 +2,45 @@
 
 bringup only ever signals process groups it created here: each :class:`EngineProcess`
 remembers the group id of the session it started, and teardown signals that group only.
+On Linux the engine also gets a parent-death signal (``PR_SET_PDEATHSIG``, SIGKILL): if
+bringup itself is SIGKILLed, no cleanup of its own can run, and the engine must not
+outlive it. The signal fires when the *thread* that spawned it ends, so engines are
+spawned from the thread that also stops them (the event loop's).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 _LIVE: dict[int, EngineProcess] = {}
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that asks Linux to SIGKILL the child when bringup dies."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)  # loaded before the fork, not in the child
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # bringup died between fork and prctl
+            os._exit(1)
+
+    return preexec
 
 
 class EngineProcess:
@@ -35,6 +62,7 @@ class EngineProcess:
             stderr=subprocess.STDOUT,
             env=full_env,
             start_new_session=True,
+            preexec_fn=_die_with_parent(),  # prctl only: takes no lock in the child
         )
         self.pid = self.popen.pid
         self.pgid = self.pid  # a new session's leader is its own group leader

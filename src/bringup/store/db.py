@@ -19,7 +19,7 @@ from typing import Any
 from bringup.errors import StoreError
 from bringup.plan.base import Pruned
 from bringup.secrets import MASK, is_secret_name, redact_argv, redact_text, secret_values
-from bringup.store.migrations import migrate
+from bringup.store.migrations import check_schema, migrate
 from bringup.store.rows import TrialRow
 from bringup.verdict import Status, TrialResult
 
@@ -55,10 +55,11 @@ class Store:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
             self.db.row_factory = sqlite3.Row
+            check_schema(self.db, str(path))  # a foreign or newer file is refused untouched
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
-            migrate(self.db)
+            migrate(self.db, str(path))
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"cannot open the results database {path} ({exc}); pass --db with a writable path."

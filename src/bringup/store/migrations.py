@@ -1,16 +1,22 @@
-"""Schema history as numbered migrations; each runs once, in order, recorded in _migrations."""
+"""Schema history as numbered migrations; each runs once, in order, recorded in _migrations.
+
+:func:`migrate` is one ``BEGIN IMMEDIATE`` transaction: two bringup processes opening a
+new database at once cannot both create it, and a failed migration leaves nothing
+behind. It refuses, untouched, a database that is not bringup's (tables but no
+``_migrations``) and one migrated by a newer bringup (a migration this one does not know):
+:func:`check_schema` reads both before anything is written, not even the journal mode.
+"""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
 
+from bringup.errors import StoreError
+
 Migration = Callable[[sqlite3.Connection], None]
 
-
-def m001_initial(db: sqlite3.Connection) -> None:
-    db.executescript(
-        """
+M001 = """
         CREATE TABLE runs (
             id TEXT PRIMARY KEY,
             created REAL NOT NULL,
@@ -70,8 +76,34 @@ def m001_initial(db: sqlite3.Connection) -> None:
             created REAL NOT NULL,
             PRIMARY KEY (fingerprint_key, config_key)
         );
-        """
-    )
+"""
+
+# engines bringup launched, so that the next run can stop what a killed bringup left
+# behind; a run's owner (pid and start time) tells a live run from a dead one
+M003 = """
+CREATE TABLE launched (
+    pid INTEGER NOT NULL,
+    started REAL NOT NULL,
+    pgid INTEGER NOT NULL,
+    run_id TEXT NOT NULL,
+    trial_id TEXT NOT NULL,
+    owner_pid INTEGER NOT NULL,
+    owner_started REAL NOT NULL,
+    PRIMARY KEY (pid, started)
+);
+ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
+ALTER TABLE runs ADD COLUMN owner_started REAL;
+"""
+
+
+def _statements(script: str) -> list[str]:
+    # executescript() would COMMIT the surrounding transaction: run statements one by one
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def m001_initial(db: sqlite3.Connection) -> None:
+    for statement in _statements(M001):
+        db.execute(statement)
 
 
 def m002_launch_address(db: sqlite3.Connection) -> None:
@@ -80,17 +112,56 @@ def m002_launch_address(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE trials ADD COLUMN health_path TEXT")
 
 
-MIGRATIONS: list[Migration] = [m001_initial, m002_launch_address]
+def m003_launched(db: sqlite3.Connection) -> None:
+    for statement in _statements(M003):
+        db.execute(statement)
 
 
-def migrate(db: sqlite3.Connection) -> None:
-    db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied REAL)")
-    done = {row[0] for row in db.execute("SELECT name FROM _migrations")}
-    for migration in MIGRATIONS:
-        if migration.__name__ not in done:
-            with db:
+MIGRATIONS: list[Migration] = [m001_initial, m002_launch_address, m003_launched]
+KNOWN = {m.__name__ for m in MIGRATIONS}
+
+
+def check_schema(db: sqlite3.Connection, path: str) -> set[str]:
+    """The migrations applied so far; StoreError for a foreign or newer database."""
+    tables = {
+        r[0]
+        for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        if not str(r[0]).startswith("sqlite_")
+    }
+    if not tables:
+        return set()
+    if "_migrations" not in tables:
+        shown = ", ".join(sorted(tables)[:5])
+        raise StoreError(
+            f"{path} is not a bringup results database (it holds tables {shown}); it was "
+            "left untouched: pass --db with another path."
+        )
+    done = {str(r[0]) for r in db.execute("SELECT name FROM _migrations")}
+    newer = sorted(done - KNOWN)
+    if newer:
+        raise StoreError(
+            f"{path} was written by a newer bringup (schema {newer[-1]}); it was left "
+            "untouched: upgrade bringup or pass --db with another path."
+        )
+    return done
+
+
+def migrate(db: sqlite3.Connection, path: str = "the results database") -> None:
+    """Bring the schema up to date in one transaction (``db`` is in autocommit mode)."""
+    if check_schema(db, path) >= KNOWN:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        done = check_schema(db, path)  # again, under the lock: another process may have won
+        db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied REAL)")
+        for migration in MIGRATIONS:
+            if migration.__name__ not in done:
                 migration(db)
                 db.execute(
                     "INSERT INTO _migrations VALUES (?, strftime('%s','now'))",
                     (migration.__name__,),
                 )
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
