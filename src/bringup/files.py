@@ -41,3 +41,33 @@ def replace_file(path: str | Path, text: str, mode: int = 0o644) -> Path:
             os.unlink(tmp)
         raise
     return target
+
+
+def redact_file(path: str | Path, values: list[str], mask: str = "***") -> bool:
+    """Mask each secret value (longer than 3 characters) inside a log file kept by bringup.
+
+    The engine wrote the file (it may echo its own command line); it is rewritten line by
+    line through a fresh temporary file, and only when something was masked. True then.
+    """
+    hidden = sorted({v.encode() for v in values if len(v) > 3}, key=len, reverse=True)
+    target = Path(path)
+    if not hidden or not target.is_file():
+        return False
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    changed = False
+    try:
+        with os.fdopen(fd, "wb") as out, target.open("rb") as src:
+            for line in src:
+                clean = line
+                for value in hidden:
+                    clean = clean.replace(value, mask.encode())
+                changed = changed or clean != line
+                out.write(clean)
+            os.fchmod(out.fileno(), os.stat(target).st_mode & 0o777)
+        if changed:
+            os.replace(tmp, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    return changed

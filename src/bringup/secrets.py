@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 MASK = "***"
 
@@ -103,3 +104,13 @@ def secret_values(argv: list[str], env: Mapping[str, str]) -> list[str]:
         elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
             found.append(argv[i + 1])
     return found
+
+
+def redact_flags(flags: Mapping[str, Any]) -> dict[str, Any]:
+    """A configuration with the value of every secret-named flag shown as ``***``."""
+    return {k: (MASK if is_secret_name(k) else v) for k, v in flags.items()}
+
+
+def flag_secret_values(flags: Mapping[str, Any]) -> list[str]:
+    """The clear values of secret-named flags (a switch, True/False, is no secret)."""
+    return [str(v) for k, v in flags.items() if is_secret_name(k) and not isinstance(v, bool)]

@@ -167,13 +167,31 @@ class Spec(_Section):
 
     def public_json(self) -> str:
         """The spec as JSON with secret values (API keys, tokens) masked, for the store."""
-        from bringup.secrets import redact_argv, redact_env
+        from bringup.secrets import MASK, is_secret_name, redact_argv, redact_env, redact_flags
 
         data = self.model_dump(mode="json", exclude={"source", "source_text"})
         data["engine"]["env"] = redact_env(self.engine.env)
         data["launch"]["env"] = redact_env(self.launch.env)
         data["launch"]["args"] = redact_argv(self.launch.args)
+        # a secret-named flag searched in [space] (or pinned anywhere) keeps its name only
+        for section, key in (("space", None), ("plan", "order"), ("plan", "memory_order")):
+            axes = data[section] if key is None else data[section][key]
+            for flag, values in axes.items():
+                if is_secret_name(flag):
+                    axes[flag] = [MASK] * len(values)
+        data["reference"] = redact_flags(data["reference"])
+        data["plan"]["exclude"] = [redact_flags(e) for e in data["plan"]["exclude"]]
         return json.dumps(data)
+
+    def secret_values(self) -> list[str]:
+        """Every secret value the spec holds (env, fixed args, searched flags): to redact."""
+        from bringup.secrets import flag_secret_values, secret_values
+
+        found = secret_values(self.launch.args, self.engine.env | self.launch.env)
+        for flag, values in self.space.items():
+            for value in values:
+                found += flag_secret_values({flag: value})
+        return found + flag_secret_values(self.reference)
 
     def digest(self) -> str:
         payload = self.model_dump_json(exclude={"source", "source_text"})

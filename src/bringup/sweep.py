@@ -105,6 +105,10 @@ class RunRecorder:
     started: float
     notes: list[str] = field(default_factory=list)  # what reconciling a dead run did
 
+    @property
+    def secrets(self) -> list[str]:
+        return self.prep.spec.secret_values()
+
     @classmethod
     def open(cls, prep: PreparedSpec, store: Store, options: SweepOptions) -> RunRecorder:
         spec = prep.spec
@@ -143,6 +147,7 @@ class RunRecorder:
             engine_version=self.prep.engine_version,
             purpose=purpose,
             reused_from=reused_from,
+            secrets=self.secrets,
         )
 
     def event(

@@ -29,7 +29,9 @@ from bringup.checks import (
 from bringup.client import OpenAIClient, RequestError
 from bringup.diagnose import classify
 from bringup.engines.base import EngineAdapter
+from bringup.files import redact_file
 from bringup.plan.base import PlannedTrial
+from bringup.secrets import flag_secret_values, secret_values
 from bringup.server.identity import verify_identity
 from bringup.server.ports import free_port, inspect_occupant
 from bringup.server.process import EngineProcess, describe_exit
@@ -190,11 +192,21 @@ async def run_trial(
         if proc is not None and run.server is None:
             proc.stop(spec.launch.stop_grace_s if result.status is not Status.INTERRUPTED else 3.0)
             ctx.on_process(proc, False)
+            # an engine may echo its own command line: no secret stays in the kept log
+            redact_file(proc.log_path, _secrets_of(proc, spec, planned))
             if result.failure and result.log_path:
                 # the log is complete only after the process is gone
                 text = Path(result.log_path).read_text(errors="replace")
                 result.chosen = result.chosen or adapter.chosen(text)
         ctx.on_stage(result, result.stage, "done")
+
+
+def _secrets_of(proc: EngineProcess, spec: Spec, planned: PlannedTrial) -> list[str]:
+    return [
+        *spec.secret_values(),
+        *secret_values(proc.argv, proc.env),
+        *flag_secret_values(planned.config),
+    ]
 
 
 def _server_broke(

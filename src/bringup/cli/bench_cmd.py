@@ -12,9 +12,11 @@ import click
 import orjson
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from bringup.bench import BenchConfig, BenchReport, Distribution, run_benchmark_sync
 from bringup.bench.client import check_reachable
+from bringup.textsafe import printable
 
 
 def _floats(text: str | None) -> list[float]:
@@ -30,7 +32,7 @@ def _fmt(value: float | None, digits: int = 1) -> str:
 
 
 def render_table(report: BenchReport) -> Table:
-    table = Table(title=f"bringup bench: {report.model or 'model ?'}")
+    table = Table(title=Text(printable(f"bringup bench: {report.model or 'model ?'}")))
     for head in (
         "level", "ok", "err", "out tok/s", "req/s", "TTFT p50", "TTFT p99", "ITL p50",
         "ITL p99", "TPOT p50", "E2E p99", "queue p99", "late p99",
@@ -111,15 +113,18 @@ def bench(
         console = Console()
         console.print(render_table(report))
         for note in report.notes:
-            console.print(f"note: {note}")
+            console.print(Text(f"note: {printable(note)}"))
         for kind, count in report.errors().items():
             example = next(
                 (lv.error_examples[kind] for lv in report.levels if kind in lv.error_examples), ""
             )
-            console.print(f"errors: {count} x {kind} {example}".rstrip())
+            console.print(Text(printable(f"errors: {count} x {kind} {example}".rstrip())))
     if sum(lv.metrics.completed for lv in report.levels) == 0:
         click.echo(
-            f"error: no request to {url} succeeded ({report.errors()}); is the server up?", err=True
+            printable(
+                f"error: no request to {url} succeeded ({report.errors()}); is the server up?"
+            ),
+            err=True,
         )
         sys.exit(1)
 

@@ -8,6 +8,7 @@ from typing import TextIO
 import click
 
 from bringup.diagnose import classify
+from bringup.textsafe import printable
 
 ENGINES = ["sglang", "vllm", "llama.cpp", "tensorrt-llm", "trtllm", "ollama", "command"]
 
@@ -35,4 +36,6 @@ ENGINES = ["sglang", "vllm", "llama.cpp", "tensorrt-llm", "trtllm", "ollama", "c
 def diagnose(logfile: TextIO, engine: str | None, exit_code: int | None, as_json: bool) -> None:
     """Classify the failure in LOGFILE ('-' reads stdin)."""
     result = classify(logfile.read(), engine=engine, exit_code=exit_code)
-    click.echo(json.dumps(result.to_dict()) if as_json else result.explain())
+    click.echo(
+        json.dumps(result.to_dict()) if as_json else printable(result.explain(), multiline=True)
+    )

@@ -18,6 +18,7 @@ import click
 
 from bringup import __version__
 from bringup.errors import BringupError, RequestError
+from bringup.textsafe import printable
 
 # Commands living in their own modules: (module, attribute).
 COMMANDS: list[tuple[str, str]] = [
@@ -39,10 +40,10 @@ class BringupGroup(click.Group):
         try:
             return super().invoke(ctx)
         except BringupError as exc:
-            click.echo(f"bringup: {exc}", err=True)
+            click.echo(printable(f"bringup: {exc}"), err=True)
             sys.exit(exc.exit_code)
         except RequestError as exc:  # the server under test failed a request
-            click.echo(f"bringup: the server failed: {exc}", err=True)
+            click.echo(printable(f"bringup: the server failed: {exc}"), err=True)
             sys.exit(1)
         except KeyboardInterrupt:
             from bringup.server.process import stop_all

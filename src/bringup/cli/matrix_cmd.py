@@ -8,6 +8,7 @@ import click
 
 from bringup.errors import BringupError
 from bringup.plan.matrix import NOT_TRIED, WORKS, compatibility_matrix
+from bringup.textsafe import printable
 
 
 @click.command("matrix")
@@ -30,6 +31,7 @@ def matrix(db: str, flags: tuple[str, ...]) -> None:
     if len(table) == 1:
         click.echo("no decided trials recorded yet.")
         return
+    table = [[printable(cell) for cell in row] for row in table]  # stored flag values
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     for i, row in enumerate(table):
         parts = []

@@ -10,6 +10,7 @@ import click
 
 from bringup.checks.probe import run_probe
 from bringup.cli.secrets_env import api_key_env_option, api_key_from_env
+from bringup.textsafe import printable
 
 
 @click.command("probe")
@@ -39,5 +40,6 @@ def probe(
     result = asyncio.run(
         run_probe(url, timeout_s=timeout_s, api_key=api_key, health_path=health_path, model=model)
     )
-    click.echo(json.dumps(result.to_dict(), indent=2) if as_json else result.verdict)
+    # JSON escapes control characters itself; the verdict quotes what the server said
+    click.echo(json.dumps(result.to_dict(), indent=2) if as_json else printable(result.verdict))
     sys.exit(0 if result.passed else 1)

@@ -9,6 +9,7 @@ import click
 from bringup.errors import BringupError
 from bringup.report import load_report, render_text, write_csv, write_html, write_json
 from bringup.store import Store
+from bringup.textsafe import printable
 
 
 def open_store(db: str) -> Store:
@@ -42,7 +43,7 @@ def report(
         rep = load_report(store, run)
     finally:
         store.close()
-    click.echo(render_text(rep), nl=False)
+    click.echo(printable(render_text(rep), multiline=True), nl=False)
     for path, writer, what in (
         (json_path, write_json, "JSON"),
         (csv_path, write_csv, "CSV"),

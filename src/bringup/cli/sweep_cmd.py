@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.live import Live
+from rich.text import Text
 
 from bringup.cli.render import ProgressLine, print_live_server, print_outcome
 from bringup.cli.secrets_env import api_key_env_option, api_key_from_env
@@ -16,6 +17,7 @@ from bringup.errors import BringupError
 from bringup.spec import Spec, load_spec, parse_set, parse_spec
 from bringup.store import Store, launched
 from bringup.sweep import SweepOptions, launch_one, prepare, run_sweep
+from bringup.textsafe import printable
 from bringup.verdict import Status
 
 db_option = click.option(
@@ -48,14 +50,17 @@ def _sweep(
         api_key=api_key_from_env(api_key_env),
     )
     console.print(
-        f"[bold]bringup[/] {spec.engine.name} {prep.engine_version} · model {spec.model.path}\n"
-        f"space: {len(spec.configs())} configurations · results in {db}"
+        Text.assemble(
+            ("bringup", "bold"),
+            printable(f" {spec.engine.name} {prep.engine_version} · model {spec.model.path}"),
+            f"\nspace: {len(spec.configs())} configurations · results in {printable(db)}",
+        )
     )
     line = ProgressLine(spec)
     with Live(line, console=console, refresh_per_second=4, transient=False):
         outcome = asyncio.run(run_sweep(prep, store, options, line.update))
     print_outcome(console, outcome, spec)
-    console.print(f"logs: {outcome.run_dir}")
+    console.print(Text(f"logs: {printable(outcome.run_dir)}"))
     if outcome.winner is None:
         raise SystemExit(1)
 

@@ -14,6 +14,7 @@ import time
 import click
 
 from bringup.cli.secrets_env import api_key_env_option, api_key_from_env
+from bringup.textsafe import printable
 from bringup.watch import WatchEvent, WatchOptions, run_command, watch_server
 
 
@@ -73,7 +74,7 @@ def watch(
     def log(e: WatchEvent) -> None:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(e.at))
         streak = f" [{e.consecutive_failures}/{failures}]" if e.consecutive_failures else ""
-        click.echo(f"{stamp} {url} {e.result.verdict}{streak}")
+        click.echo(printable(f"{stamp} {url} {e.result.verdict}{streak}"))
 
     def trip(e: WatchEvent) -> bool:
         if argv is None:

@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bringup.errors import BringupError
-from bringup.secrets import redact_argv, redact_env, redact_text, secret_values
+from bringup.secrets import (
+    MASK,
+    is_secret_name,
+    redact_argv,
+    redact_env,
+    redact_text,
+    secret_values,
+)
 from bringup.store import Store, TrialRow
 from bringup.verdict import Status
 
@@ -143,6 +150,12 @@ def load_report(store: Store, ref: str | None = None) -> RunReport:
     )
     launch_args = [str(a) for a in (spec.get("launch") or {}).get("args") or []]
     secrets = secret_values(launch_args, env)
+    space = spec.get("space")
+    space = space if isinstance(space, dict) else {}
+    for flag, values in list(space.items()):
+        if is_secret_name(str(flag)):  # runs stored before the spec masked them
+            secrets += [str(v) for v in values if not isinstance(v, bool) and v != MASK]
+            space[flag] = [MASK] * len(values)
     for section in ("engine", "launch"):
         part = spec.get(section)
         if isinstance(part, dict) and isinstance(part.get("env"), dict):

@@ -48,6 +48,7 @@ class EngineProcess:
 
     def __init__(self, argv: list[str], log_path: Path, env: dict[str, str] | None = None):
         self.argv = argv
+        self.env = dict(env or {})  # what bringup added to the environment (for redaction)
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(log_path, "ab", buffering=0)  # noqa: SIM115 - closed in stop()

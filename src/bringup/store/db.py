@@ -12,13 +12,19 @@ import json
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from bringup.errors import StoreError
 from bringup.plan.base import Pruned
-from bringup.secrets import MASK, is_secret_name, redact_argv, redact_text, secret_values
+from bringup.secrets import (
+    flag_secret_values,
+    redact_argv,
+    redact_flags,
+    redact_text,
+    secret_values,
+)
 from bringup.store.migrations import check_schema, migrate
 from bringup.store.rows import TrialRow
 from bringup.verdict import Status, TrialResult
@@ -151,13 +157,15 @@ class Store:
         engine_version: str,
         purpose: str = "explore",
         reused_from: str | None = None,
+        secrets: Sequence[str] = (),
     ) -> None:
+        """``secrets``: clear values known elsewhere (the spec's env) to mask as well."""
         f = result.failure
         now = time.time()
         # what the engine needs in clear never reaches the database
-        secrets = secret_values(result.command, {})
-        evidence = [redact_text(line, secrets) for line in (f.evidence if f else [])]
-        flags = {k: (MASK if is_secret_name(k) else v) for k, v in result.flags.items()}
+        hidden = [*secrets, *secret_values(result.command, {}), *flag_secret_values(result.flags)]
+        evidence = [redact_text(line, hidden) for line in (f.evidence if f else [])]
+        flags = redact_flags(result.flags)
         self.db.execute(
             "INSERT INTO trials (id, run_id, seq, config_key, fingerprint_key, engine,"
             " engine_version,"
@@ -187,17 +195,17 @@ class Store:
                 result.stage.value,
                 f.category.value if f else None,
                 json.dumps(evidence),
-                f.remedy if f else None,
-                f.detail if f else None,
+                redact_text(f.remedy, hidden) if f and f.remedy else None,
+                redact_text(f.detail, hidden) if f and f.detail else None,
                 json.dumps(result.timings),
                 json.dumps(result.metrics, default=str),
-                json.dumps(result.checks, default=str),
+                redact_text(json.dumps(result.checks, default=str), hidden),
                 json.dumps(result.chosen),
                 json.dumps(redact_argv(result.command)),
                 result.port,
                 result.pid,
                 result.log_path,
-                result.note,
+                redact_text(result.note, hidden) if result.note else None,
                 reused_from,
                 now,
                 now,
