@@ -178,6 +178,9 @@ async def run_trial(
         except (RequestError, aiohttp.ClientError, TimeoutError) as exc:
             # a server that stops answering mid-trial is a verdict, never an abort
             _server_broke(result, proc, adapter, exc)
+        if proc is not None and proc.poll() is not None and not _blames_exit(result):
+            # errors under load, wrong answers... from an engine that died: the death decides
+            _engine_died(result, proc, adapter)
         if result.status is Status.RUNNING:
             result.status = Status.PASSED
             _enter(ctx, result, Stage.PASSED, "passed")
@@ -207,6 +210,23 @@ def _secrets_of(proc: EngineProcess, spec: Spec, planned: PlannedTrial) -> list[
         *secret_values(proc.argv, proc.env),
         *flag_secret_values(planned.config),
     ]
+
+
+def _blames_exit(result: TrialResult) -> bool:
+    return bool(
+        result.failure and result.failure.detail and "while serving" in result.failure.detail
+    )
+
+
+def _engine_died(result: TrialResult, proc: EngineProcess, adapter: EngineAdapter) -> None:
+    stage = result.stage
+    text = proc.log_path.read_text(errors="replace")
+    diag = classify(text, engine=adapter.name, exit_code=proc.returncode, stage=stage)
+    died = f"the engine process {describe_exit(proc.returncode)} during the {stage.value} stage"
+    seen = f"; before that the stage saw {result.failure.headline()}" if result.failure else ""
+    result.fail(
+        stage, diag.category, [died, *diag.evidence], diag.remedy, f"{died} while serving{seen}"
+    )
 
 
 def _server_broke(

@@ -52,6 +52,7 @@ def sim_spec(
     env: dict[str, str] | None = None,
     extra: str = "",
     startup_s: float | None = None,
+    bench: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``world.toml`` and ``spec.toml`` in ``folder``; return the spec's path."""
     world = (
@@ -89,11 +90,14 @@ def sim_spec(
         "[space]",
         *(f"{_toml(k)} = {_toml(v)}" for k, v in space.items()),
         "[bench]",
-        "concurrency = [1]",
-        "input_tokens = 16",
-        "output_tokens = 8",
-        "requests = 2",
-        "warmup = 0",
+        *(
+            f"{k} = {_toml(v)}"
+            for k, v in (
+                {"concurrency": [1], "input_tokens": 16, "output_tokens": 8, "requests": 2}
+                | {"warmup": 0}
+                | (bench or {})
+            ).items()
+        ),
         "[checks]",
         "accuracy = false",
         extra,
