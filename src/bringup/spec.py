@@ -14,7 +14,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -76,16 +76,27 @@ class LaunchSpec(_Section):
 
 
 class BenchSpec(_Section):
-    concurrency: list[int] = Field(default_factory=lambda: [1])
+    concurrency: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [1])
     input_tokens: int = Field(default=128, ge=1)
     output_tokens: int = Field(default=64, ge=1)
     requests: int = Field(default=4, ge=1)  # per concurrency level
     warmup: int = Field(default=1, ge=0)
-    duration_s: float | None = None
+    duration_s: float | None = Field(default=None, gt=0)
     repeats: int = Field(default=1, ge=1)
-    request_rate: list[float] = Field(default_factory=list)  # open loop, req/s
+    request_rate: list[Annotated[float, Field(gt=0)]] = Field(default_factory=list)  # req/s
     arrival: Literal["poisson", "constant"] = "poisson"
     endpoint: Literal["completions", "chat"] = "completions"
+
+
+def _check_metric(name: str) -> None:
+    """A metric the benchmark never records would pass every trial, then pick no winner."""
+    from bringup.bench.report import is_metric
+
+    if not is_metric(name):
+        raise ValueError(
+            f"{name!r} is not a metric bringup measures; use e.g. output_tok_s, ttft_p99_ms, "
+            "e2e_p99_ms or decode_tok_s_single (c4.output_tok_s for one concurrency level)"
+        )
 
 
 class ObjectiveSpec(_Section):
@@ -97,10 +108,19 @@ class ObjectiveSpec(_Section):
     @classmethod
     def _check_require(cls, v: list[str]) -> list[str]:
         for item in v:
-            if not re.fullmatch(r"\s*[a-z0-9_]+\s*(<=|>=|<|>)\s*[-+0-9.eE]+\s*", item):
+            m = re.fullmatch(r"\s*([a-z0-9_.]+)\s*(<=|>=|<|>)\s*[-+0-9.eE]+\s*", item)
+            if not m:
                 raise ValueError(
                     f"cannot read requirement {item!r}; write e.g. 'ttft_p99_ms < 2000'"
                 )
+            _check_metric(m.group(1))
+        return v
+
+    @field_validator("maximize", "minimize")
+    @classmethod
+    def _check_metrics(cls, v: str | None) -> str | None:
+        if v is not None:
+            _check_metric(v)
         return v
 
 
@@ -253,7 +273,15 @@ def load_spec(path: str | Path) -> Spec:
     p = Path(path)
     if not p.is_file():
         raise SpecError(f"spec file {p} does not exist; pass the path of a TOML spec.")
-    spec = parse_spec(p.read_text(encoding="utf-8"), source=str(p))
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(
+            f"{p} is not UTF-8 text (byte {exc.start} is not valid); save the spec as UTF-8."
+        ) from exc
+    except OSError as exc:
+        raise SpecError(f"cannot read the spec file {p} ({exc.strerror}); check its path.") from exc
+    spec = parse_spec(text, source=str(p))
     if spec.model.path:
         spec.model.path = _expand(spec.model.path, p.parent.resolve())
     return spec

@@ -27,6 +27,7 @@ from bringup.models import resolve_builtin
 from bringup.plan import Budget, PlannedTrial, ReferenceFirst, SweepPlanner, make_planner
 from bringup.plan.base import FIRST_LOOK
 from bringup.plan.winner import Winner, choose_winner
+from bringup.preflight import preflight
 from bringup.server.orphans import reconcile
 from bringup.spec import Config, Spec
 from bringup.store import Store, config_key
@@ -86,7 +87,7 @@ def prepare(spec: Spec) -> PreparedSpec:
     if spec.model.builtin and not spec.model.path:
         spec.model.path = str(resolve_builtin(spec.model.builtin))
     adapter.check_model(spec)
-    adapter.locate(spec)
+    preflight(spec, adapter.locate(spec))
     info = adapter.info(spec)
     model = spec.model.path
     finger = fp.collect(adapter.name, info.version, model)

@@ -136,7 +136,16 @@ async def run_trial(
             result.command = argv
             log_path = ctx.run_dir / f"{trial_id}.log"
             result.log_path = str(log_path)
-            proc = EngineProcess(argv, log_path, adapter.env(spec, planned.config))
+            try:
+                proc = EngineProcess(argv, log_path, adapter.env(spec, planned.config))
+            except OSError as exc:  # not executable, E2BIG...: preflight catches most
+                result.fail(
+                    Stage.LAUNCHING,
+                    Category.INVALID_CONFIG,
+                    [f"cannot start {argv[0]}: {exc.strerror or exc}"],
+                    detail="the operating system refused to start the engine",
+                )
+                return run
             result.pid = proc.pid
             ctx.on_process(proc, True)
             ctx.on_stage(result, Stage.LAUNCHING, f"pid {proc.pid} on port {port}")

@@ -9,6 +9,7 @@ succeeded; ``error_rate`` is over every level.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -18,6 +19,26 @@ from bringup.bench.metrics import Distribution, Interval, WindowFigures, distrib
 LevelKind = Literal["concurrency", "rate"]
 
 _LATENCIES = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
+# every figure a trial's metrics may hold (summary(), flat()); a level's tag may prefix it
+METRIC_NAMES = frozenset(
+    {
+        "output_tok_s", "input_tok_s", "requests_s", "error_rate", "decode_tok_s_single",
+        "decode_tok_s_p50", "output_tok_s_ci_lo", "output_tok_s_ci_hi", "queue_p99_ms",
+        "send_lateness_p99_ms",
+        *(
+            f"{name.removesuffix('_ms')}_{q}_ms"
+            for name in _LATENCIES
+            for q in ("p50", "p90", "p99", "mean")
+        ),
+    }
+)  # fmt: skip
+_LEVEL_TAG = re.compile(r"(?:c\d+|r[0-9p]+)\.")
+
+
+def is_metric(name: str) -> bool:
+    """``output_tok_s``, ``c4.ttft_p99_ms``: a figure the benchmark records."""
+    tag = _LEVEL_TAG.match(name)
+    return (name[tag.end() :] if tag else name) in METRIC_NAMES
 
 
 @dataclass

@@ -76,7 +76,9 @@ def _sweep(
     help="Reuse a server already on a pinned port if it serves the same model.",
 )
 @click.option("--planner", default=None, help="grid | default (overrides plan.planner).")
-@click.option("--max-trials", type=int, default=None, help="Stop after this many trials.")
+@click.option(
+    "--max-trials", type=click.IntRange(min=1), default=None, help="Stop after this many trials."
+)
 @api_key_env_option
 def sweep(
     spec_path: str,

@@ -56,15 +56,19 @@ class EngineProcess:
         if env:
             full_env.update(env)
         self.started_at = time.monotonic()
-        self.popen = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env=full_env,
-            start_new_session=True,
-            preexec_fn=_die_with_parent(),  # prctl only: takes no lock in the child
-        )
+        try:
+            self.popen = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                env=full_env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent(),  # prctl only: takes no lock in the child
+            )
+        except OSError:
+            self._log.close()
+            raise
         self.pid = self.popen.pid
         self.pgid = self.pid  # a new session's leader is its own group leader
         _LIVE[self.pid] = self
