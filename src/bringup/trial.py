@@ -327,6 +327,7 @@ async def _checks_and_bench(
     cfg = BenchConfig.from_spec(spec.bench, model=model, scale=planned.bench_scale)
     cfg.api_key = ctx.api_key
     cfg.sentinels = sentinel_prompts(spec)
+    cfg.health_path = ctx.adapter.health_path_for(spec)
     bench = await run_benchmark(base_url, cfg)
     result.timings["benchmarked_s"] = round(time.monotonic() - t0, 3)
     result.metrics = bench.summary()

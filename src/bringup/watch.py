@@ -6,11 +6,17 @@ known answer, the garbage detectors) every ``interval_s`` seconds and hands each
 that returns False (or there is none) the watch ends with ``tripped=True``, when it returns
 True (e.g. a restart command ran) the count starts again and the watch goes on. A server
 whose ``/health`` answers 200 while its answers are garbage fails every probe.
+
+Stall watchdog: once probes have passed, one probe may take at most ``stall_factor`` x the
+median time of the passing ones (at least ``stall_floor_s``, at most ``timeout_s``). A
+server whose ``/health`` answers 200 but which produces nothing within that is a ``hang``
+verdict carrying the silence's length (``ProbeResult.hang_s``), well before a fixed timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
+import statistics
 import subprocess
 import time
 from collections.abc import Awaitable, Callable
@@ -30,6 +36,8 @@ class WatchOptions:
     health_path: str = "/health"
     model: str | None = None
     max_probes: int | None = None  # stop after this many probes (None: until tripped)
+    stall_factor: float = 20.0
+    stall_floor_s: float = 5.0
 
 
 @dataclass
@@ -70,10 +78,18 @@ async def watch_server(
 ) -> WatchOutcome:
     """Probe until ``failures`` consecutive failures trip the watch (or ``max_probes``)."""
 
+    passing: list[float] = []  # elapsed times of recent passing probes
+
+    def probe_limit() -> float:
+        if not passing:
+            return options.timeout_s
+        watchdog = max(options.stall_floor_s, options.stall_factor * statistics.median(passing))
+        return min(options.timeout_s, watchdog)
+
     async def default_probe(u: str) -> ProbeResult:
         return await run_probe(
             u,
-            timeout_s=options.timeout_s,
+            timeout_s=probe_limit(),
             api_key=options.api_key,
             health_path=options.health_path,
             model=options.model,
@@ -87,6 +103,8 @@ async def watch_server(
         result = await do_probe(url)
         out.probes += 1
         out.last = result
+        if result.passed:
+            passing[:] = [*passing[-19:], result.elapsed_s]
         streak = 0 if result.passed else streak + 1
         out.failed += 0 if result.passed else 1
         event = WatchEvent(time.time(), result, streak)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import aiohttp
@@ -127,3 +128,21 @@ def test_process_runner_starts_serves_and_stops() -> None:
         import os
 
         os.kill(pid, 0)
+
+
+async def test_stall_after_events_goes_silent_with_health_200() -> None:
+    cfg = FakeServerConfig(event_rate=200, stall_after_events=3, stall_after_requests=1)
+    async with FakeServer(cfg) as srv:
+        body = {"prompt": "x", "max_tokens": 10, "stream": True}
+        first = await _stream(f"{srv.url}/v1/completions", body)  # request 1: whole
+        assert first[-1] == {"done": True}
+        async with aiohttp.ClientSession() as s:
+            async with s.post(f"{srv.url}/v1/completions", json=body) as resp:
+                got = b""
+                with pytest.raises(TimeoutError):
+                    async with asyncio.timeout(0.5):
+                        async for piece in resp.content.iter_any():
+                            got += piece
+            async with s.get(f"{srv.url}/health") as health:
+                assert health.status == 200
+    assert got.count(b"data: ") == 3

@@ -20,6 +20,8 @@ class Server:
     def __init__(self) -> None:
         self.garbage = True
         self.completions = 0
+        self.hang_after: int | None = None  # completions after this many never answer
+        self.release = asyncio.Event()  # lets a hung handler end at teardown
         self.url = ""
 
     async def health(self, request: web.Request) -> web.Response:
@@ -27,6 +29,8 @@ class Server:
 
     async def complete(self, request: web.Request) -> web.Response:
         self.completions += 1
+        if self.hang_after is not None and self.completions > self.hang_after:
+            await self.release.wait()
         text = "!!!!!!!!!!!!!!!!" if self.garbage else " Paris, the capital"
         return web.json_response({"choices": [{"text": text, "finish_reason": "length"}]})
 
@@ -43,6 +47,7 @@ async def server() -> AsyncIterator[Server]:
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     srv.url = f"http://127.0.0.1:{port}"
     yield srv
+    srv.release.set()
     await runner.cleanup()
 
 
@@ -62,6 +67,19 @@ async def test_right_answers_never_trip(server: Server) -> None:
     out = await watch_server(server.url, WatchOptions(interval_s=0.01, failures=1, max_probes=3))
     assert not out.tripped and out.probes == 3 and out.failed == 0
     assert out.last is not None and out.last.passed and "Paris" in out.last.verdict
+
+
+async def test_health_200_and_no_answer_is_a_hang_found_by_the_watchdog(server: Server) -> None:
+    server.garbage = False
+    server.hang_after = 2
+    seen: list[WatchEvent] = []
+    options = WatchOptions(interval_s=0.01, failures=1, timeout_s=120, stall_floor_s=1.0)
+    out = await watch_server(server.url, options, on_verdict=seen.append)
+    assert out.tripped and [e.result.passed for e in seen] == [True, True, False]
+    hung = seen[-1].result
+    assert hung.verdict.startswith("hang: /health 200") and hung.hang_s is not None
+    # the watchdog (factor x the passing probes' time, floor 1 s), not the 120 s timeout
+    assert 1.0 <= hung.hang_s < 60, hung.hang_s
 
 
 async def test_a_pass_resets_the_count() -> None:

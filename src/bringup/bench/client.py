@@ -24,6 +24,7 @@ import orjson
 
 from bringup.bench.config import BenchConfig
 from bringup.bench.records import ParseQueue, RequestRecord, now, parse_stream
+from bringup.bench.stall import StallError, StallWatch
 from bringup.bench.stream_http import StreamError, StreamPool, server_address
 from bringup.errors import BringupError
 
@@ -123,6 +124,7 @@ async def send(
     rec: RequestRecord,
     timeout_s: float = 300.0,
     parser: ParseQueue | None = None,
+    watch: StallWatch | None = None,
 ) -> str | None:
     """Stream one request into ``rec``; returns an error body excerpt when it failed.
 
@@ -130,7 +132,8 @@ async def send(
     already closed (llama-server closes after each streamed response without saying so) is
     sent again on another one; ``rec.retries`` counts that. The server never answered it,
     so it is not an error under load. With a ``parser``, the body is queued there and parsed
-    later (see ``ParseQueue``); without one it is parsed before returning.
+    later (see ``ParseQueue``); without one it is parsed before returning. With a
+    ``watch``, a stream that goes silent too long ends as error ``stall``.
     """
     reads: list[tuple[float, bytes]] = []
     detail: str | None = None
@@ -139,9 +142,11 @@ async def send(
         rec.sent = now()  # the attempt the server answers is the one timed
         rec.error = detail = None
         try:
-            rec.status = await pool.post(body, reads, deadline - now())
+            rec.status = await pool.post(body, reads, deadline - now(), watch)
         except TimeoutError:
             rec.error = "timeout"
+        except StallError as exc:
+            rec.error, detail = "stall", str(exc)
         except StreamError as exc:
             if exc.stale and not reads:
                 rec.retries += 1

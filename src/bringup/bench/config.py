@@ -53,6 +53,11 @@ class BenchConfig:
     # natural prompts answered beside the load at every level (see bench.sentinels)
     sentinels: tuple[str, ...] = ()
     sentinel_tokens: int = 8
+    # the stall watchdog (see bench.stall): silence beyond factor x the idle ITL is a stall
+    stall_watchdog: bool = True
+    stall_factor: float = 20.0
+    stall_floor_s: float = 5.0
+    health_path: str = "/health"  # asked once a stream stalled: hang (200) or down
 
     def __post_init__(self) -> None:
         if any(c < 1 for c in self.concurrency):

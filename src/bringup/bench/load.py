@@ -22,18 +22,25 @@ from dataclasses import dataclass, field
 
 from bringup.bench.client import cancel_all, send
 from bringup.bench.records import ParseQueue, RequestRecord, now
+from bringup.bench.stall import StallWatch
 from bringup.bench.stream_http import StreamPool
 
 
 @dataclass
 class LevelRun:
-    """Raw outcome of one level (one repeat): records and an example message per error kind."""
+    """Raw outcome of one level (one repeat): records and an example message per error kind.
+
+    ``stalled`` is set by the first request the stall watchdog ended: no new request is
+    sent after it, since every one would wait out the watchdog in turn.
+    """
 
     records: list[RequestRecord] = field(default_factory=list)
     error_examples: dict[str, str] = field(default_factory=dict)
+    stalled: bool = False
 
     def merge(self, other: LevelRun) -> None:
         self.records.extend(other.records)
+        self.stalled = self.stalled or other.stalled
         for k, v in other.error_examples.items():
             self.error_examples.setdefault(k, v)
 
@@ -71,12 +78,16 @@ async def _one(
     cap: asyncio.Semaphore | None,
     parser: ParseQueue,
     timeout_s: float,
+    watch: StallWatch | None = None,
 ) -> None:
     if cap is None:
-        detail = await send(pool, body, rec, timeout_s, parser)
+        detail = await send(pool, body, rec, timeout_s, parser, watch)
     else:
         async with cap:
-            detail = await send(pool, body, rec, timeout_s, parser)
+            if run.stalled:
+                return
+            detail = await send(pool, body, rec, timeout_s, parser, watch)
+    run.stalled = run.stalled or rec.error == "stall"
     if rec.error and detail:
         run.error_examples.setdefault(rec.error, detail)
     run.records.append(rec)
@@ -91,6 +102,7 @@ async def closed_loop(
     duration_s: float | None,
     timeout_s: float = 300.0,
     shard: tuple[int, int] = (0, 1),
+    watch: StallWatch | None = None,
 ) -> LevelRun:
     """``concurrency`` workers (this shard's share), bounded by ``requests`` or ``duration_s``."""
     run = LevelRun()
@@ -108,11 +120,13 @@ async def closed_loop(
                 return
             if deadline is not None and now() >= deadline:
                 return
+            if run.stalled:
+                return
             issued += 1
             i = next(counter)
             rec = RequestRecord(index=i, scheduled=now())
             rec.dispatched = rec.scheduled
-            await _one(pool, bodies[i % len(bodies)], rec, run, None, parser, timeout_s)
+            await _one(pool, bodies[i % len(bodies)], rec, run, None, parser, timeout_s, watch)
 
     parser = ParseQueue()
     tasks = [asyncio.create_task(worker()) for _ in range(workers)]
@@ -133,6 +147,7 @@ async def open_loop(
     max_concurrency: int | None,
     timeout_s: float = 300.0,
     shard: tuple[int, int] = (0, 1),
+    watch: StallWatch | None = None,
 ) -> LevelRun:
     """Dispatch request ``i`` at ``t0 + offsets[i]`` (this shard's ``i``), capped if asked."""
     run = LevelRun()
@@ -148,11 +163,13 @@ async def open_loop(
             delay = due - now()
             if delay > 0:
                 await asyncio.sleep(delay)
+            if run.stalled:
+                break
             rec = RequestRecord(index=i, scheduled=due)
             rec.dispatched = now()
             tasks.append(
                 asyncio.create_task(
-                    _one(pool, bodies[i % len(bodies)], rec, run, cap, parser, timeout_s)
+                    _one(pool, bodies[i % len(bodies)], rec, run, cap, parser, timeout_s, watch)
                 )
             )
         await asyncio.gather(*tasks)
@@ -163,16 +180,25 @@ async def open_loop(
 
 
 async def warm_up(
-    pool: StreamPool, bodies: Sequence[bytes], count: int, concurrency: int, timeout_s: float
-) -> None:
-    """``count`` requests whose results are thrown away (caches, graphs, connections)."""
+    pool: StreamPool,
+    bodies: Sequence[bytes],
+    count: int,
+    concurrency: int,
+    timeout_s: float,
+    watch: StallWatch | None = None,
+) -> LevelRun:
+    """``count`` requests kept out of every figure (caches, graphs, connections).
+
+    Their records come back only to time the server at idle for the stall watchdog.
+    """
     if count <= 0:
-        return
-    await closed_loop(
+        return LevelRun()
+    return await closed_loop(
         pool,
         bodies,
         timeout_s=timeout_s,
         concurrency=max(1, min(concurrency, count)),
         requests=count,
         duration_s=None,
+        watch=watch,
     )

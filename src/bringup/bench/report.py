@@ -91,6 +91,8 @@ class LevelResult:
     idle_answers: list[str | None] = field(default_factory=list)
     errors: dict[str, int] = field(default_factory=dict)
     error_examples: dict[str, str] = field(default_factory=dict)
+    # set when the stall watchdog ended streams: how many, how long, what /health said
+    stall: dict[str, Any] | None = None
 
     @property
     def tag(self) -> str:
@@ -142,6 +144,7 @@ class LevelResult:
             ],
             "errors": dict(self.errors),
             "error_examples": dict(self.error_examples),
+            "stall": self.stall,
         }
 
 

@@ -12,14 +12,17 @@ from __future__ import annotations
 import time
 from typing import Literal
 
-from bringup.bench.client import make_session, request_body, stream_pool
+import aiohttp
+
+from bringup.bench.client import make_session, request_body, root_url, stream_pool
 from bringup.bench.config import BenchConfig
 from bringup.bench.load import LevelRun, arrival_offsets, warm_up
 from bringup.bench.metrics import WindowFigures, window_figures
 from bringup.bench.prompts import prepare
-from bringup.bench.records import now
+from bringup.bench.records import RequestRecord, now
 from bringup.bench.report import BenchReport, LevelResult, level_result
 from bringup.bench.sentinels import SentinelsUnderLoad, answer_all
+from bringup.bench.stall import StallWatch, expected_from
 from bringup.bench.workers import ClientProcesses, Window, drive, run_on_fast_loop
 
 _POOL_CAP = 1024  # distinct prompts kept; duration-bounded levels cycle through them
@@ -69,21 +72,35 @@ async def run_benchmark(base_url: str, cfg: BenchConfig) -> BenchReport:
                 ("concurrency", float(c)) for c in cfg.concurrency
             ] + [("rate", r) for r in cfg.request_rate]
             idle = await answer_all(session, base_url, run_cfg) if cfg.sentinels else []
+            basis: list[RequestRecord] = []  # the first requests answered: the watchdog's basis
             for kind, value in plan:
                 windows: list[WindowFigures] = []
                 merged = LevelRun()
                 watch = SentinelsUnderLoad(session, base_url, run_cfg)
+                stall_watch = _stall_watch(cfg, basis, kind, value)
                 for rep in range(cfg.repeats):
                     warm_c = int(value) if kind == "concurrency" else 1
                     async with stream_pool(base_url, run_cfg) as warm:
-                        await warm_up(
-                            warm, prompts.take(cfg.warmup), cfg.warmup, warm_c, cfg.timeout_s
-                        )
+                        warmed = await warm_up(
+                            warm, prompts.take(cfg.warmup), cfg.warmup, warm_c, cfg.timeout_s,
+                            stall_watch,
+                        )  # fmt: skip
+                    basis = basis or [r for r in warmed.records if r.ok]
+                    stall_watch = stall_watch or _stall_watch(cfg, basis, kind, value)
+                    if warmed.stalled:
+                        merged.merge(warmed)
+                        break
                     if rep == 0:
+                        watch.timeout_s = _sentinel_timeout(cfg, stall_watch)
                         watch.start()
-                    run = await _measure(base_url, run_cfg, prompts, kind, value, rep, pool)
+                    run = await _measure(
+                        base_url, run_cfg, prompts, kind, value, rep, pool, stall_watch
+                    )
                     windows.append(window_figures(run.records))
                     merged.merge(run)
+                    basis = basis or [r for r in run.records if r.ok]
+                    if run.stalled:
+                        break
                 level = level_result(
                     kind,
                     value,
@@ -94,12 +111,16 @@ async def run_benchmark(base_url: str, cfg: BenchConfig) -> BenchReport:
                     error_examples=merged.error_examples,
                 )
                 if cfg.sentinels:
-                    answers = await watch.stop()
+                    answers = await watch.stop(grace_s=1.0 if merged.stalled else 30.0)
                     level.samples = [a for a in answers if a is not None]
                     level.sentinel_prompts = list(cfg.sentinels[: len(answers)])
                     level.sentinel_answers = answers
                     level.idle_answers = idle[: len(answers)]
                 levels.append(level)
+                if merged.stalled:
+                    assert stall_watch is not None
+                    level.stall = await _stall_record(session, base_url, cfg, merged, stall_watch)
+                    break  # every further level would wait out the watchdog again
     finally:
         if pool is not None:
             await pool.close()
@@ -127,6 +148,7 @@ async def _measure(
     value: float,
     repeat: int,
     pool: ClientProcesses | None,
+    stall_watch: StallWatch | None = None,
 ) -> LevelRun:
     offsets = None
     if kind == "rate":
@@ -139,8 +161,50 @@ async def _measure(
     else:
         bounded = cfg.requests_at(int(value)) if cfg.duration_s is None else None
         bodies = prompts.take(bounded)
-    win = Window(base_url, cfg, bodies, kind, value, now(), offsets)
+    win = Window(base_url, cfg, bodies, kind, value, now(), offsets, watch=stall_watch)
     return await (pool.run(win) if pool is not None else drive(win))
+
+
+def _stall_watch(
+    cfg: BenchConfig, basis: list[RequestRecord], kind: str, value: float
+) -> StallWatch | None:
+    if not cfg.stall_watchdog or not basis:
+        return None
+    streams = int(value) if kind == "concurrency" else max(1, cfg.max_concurrency or 1)
+    return expected_from(basis, streams, cfg.stall_factor, cfg.stall_floor_s)
+
+
+def _sentinel_timeout(cfg: BenchConfig, watch: StallWatch | None) -> float:
+    """A sentinel request (not streamed) may take its tokens' worth of watchdog time."""
+    if watch is None:
+        return cfg.timeout_s
+    return min(cfg.timeout_s, watch.first_s + cfg.sentinel_tokens * watch.gap_s)
+
+
+async def _stall_record(
+    session: aiohttp.ClientSession,
+    base_url: str,
+    cfg: BenchConfig,
+    run: LevelRun,
+    watch: StallWatch,
+) -> dict[str, object]:
+    """What the stall was: how many streams, how long silent, and what /health says now."""
+    status: int | None = None
+    try:
+        timeout = aiohttp.ClientTimeout(total=min(10.0, watch.gap_s))
+        async with session.get(
+            root_url(base_url, cfg.health_path.lstrip("/")), timeout=timeout
+        ) as r:
+            status = r.status
+    except (aiohttp.ClientError, TimeoutError):
+        status = None
+    return {
+        "requests": sum(1 for r in run.records if r.error == "stall"),
+        "detail": run.error_examples.get("stall", ""),
+        "watchdog": watch.describe(),
+        "gap_s": watch.gap_s,
+        "health_status": status,
+    }
 
 
 def run_benchmark_sync(base_url: str, cfg: BenchConfig) -> BenchReport:

@@ -30,7 +30,11 @@ DEFAULT_SENTINELS = (
 
 
 async def _answer(
-    session: aiohttp.ClientSession, base_url: str, cfg: BenchConfig, prompt: str
+    session: aiohttp.ClientSession,
+    base_url: str,
+    cfg: BenchConfig,
+    prompt: str,
+    timeout_s: float | None = None,
 ) -> str | None:
     body: dict[str, Any] = {"max_tokens": cfg.sentinel_tokens, "temperature": 0.0}
     if cfg.model:
@@ -42,11 +46,14 @@ async def _answer(
         body["prompt"] = prompt
         url = api_url(base_url, "completions")
     data: Any = None
+    timeout = aiohttp.ClientTimeout(total=timeout_s or cfg.timeout_s)
     # llama-server closes a kept-alive connection after a stream without saying so; a
     # request that meets such a connection is sent once more on a fresh one
     for attempt in range(2):
         try:
-            async with session.post(url, json=body, headers={"Accept": "application/json"}) as resp:
+            async with session.post(
+                url, json=body, headers={"Accept": "application/json"}, timeout=timeout
+            ) as resp:
                 if resp.status != 200:
                     return None
                 data = await resp.json(content_type=None)
@@ -78,13 +85,15 @@ class SentinelsUnderLoad:
     def __init__(self, session: aiohttp.ClientSession, base_url: str, cfg: BenchConfig):
         self.session, self.base_url, self.cfg = session, base_url, cfg
         self.answers: list[str | None] = []
+        self.timeout_s = cfg.timeout_s  # per sentinel; the runner bounds it by the watchdog
         self._task: asyncio.Task[None] | None = None
 
     async def _loop(self) -> None:
         # let the window's requests reach the server first, so the sentinels meet the load
         await asyncio.sleep(RAMP_S)
         for prompt in self.cfg.sentinels:
-            self.answers.append(await _answer(self.session, self.base_url, self.cfg, prompt))
+            answer = await _answer(self.session, self.base_url, self.cfg, prompt, self.timeout_s)
+            self.answers.append(answer)
 
     def start(self) -> None:
         if self.cfg.sentinels:

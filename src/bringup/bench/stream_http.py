@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import httptools
 
 from bringup.bench.records import now
+from bringup.bench.stall import StallWatch, await_progress
 
 
 def server_address(url: str) -> tuple[str, int, bool]:
@@ -204,11 +205,18 @@ class StreamPool:
             self._all.discard(conn)
         return None
 
-    async def post(self, body: bytes, reads: list[tuple[float, bytes]], timeout_s: float) -> int:
+    async def post(
+        self,
+        body: bytes,
+        reads: list[tuple[float, bytes]],
+        timeout_s: float,
+        watch: StallWatch | None = None,
+    ) -> int:
         """Send ``body``; stream the response body into ``reads``; return the HTTP status.
 
-        Raises :class:`StreamError` (``connect``, ``disconnect``, ``client_error``) or
-        ``TimeoutError`` once ``timeout_s`` has passed since the call.
+        Raises :class:`StreamError` (``connect``, ``disconnect``, ``client_error``),
+        ``TimeoutError`` once ``timeout_s`` has passed since the call, or, with a ``watch``,
+        :class:`~bringup.bench.stall.StallError` when the body stops arriving.
         """
         deadline = now() + max(timeout_s, 0.0)
         conn = self._take()
@@ -219,7 +227,7 @@ class StreamPool:
         done = conn.start(payload, reads)
         try:
             async with asyncio.timeout_at(_loop_time(deadline)):
-                status = await done
+                status = await (done if watch is None else await_progress(done, reads, watch))
         except BaseException as exc:
             conn.abandon()
             self._all.discard(conn)

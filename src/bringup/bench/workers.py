@@ -24,6 +24,7 @@ from bringup.bench.client import stream_pool
 from bringup.bench.config import BenchConfig
 from bringup.bench.load import LevelRun, closed_loop, open_loop
 from bringup.bench.records import now
+from bringup.bench.stall import StallWatch
 
 T = TypeVar("T")
 FRAME_LEN = struct.Struct("<Q")
@@ -41,6 +42,7 @@ class Window:
     t0: float
     offsets: list[float] | None
     shard: tuple[int, int] = (0, 1)
+    watch: StallWatch | None = None
 
 
 async def drive(win: Window) -> LevelRun:
@@ -77,6 +79,7 @@ async def _drive(win: Window) -> LevelRun:
                 requests=cfg.requests_at(int(win.value)) if bounded else None,
                 duration_s=cfg.duration_s,
                 shard=win.shard,
+                watch=win.watch,
             )
         assert win.offsets is not None
         return await open_loop(
@@ -87,6 +90,7 @@ async def _drive(win: Window) -> LevelRun:
             offsets=win.offsets,
             max_concurrency=cfg.max_concurrency,
             shard=win.shard,
+            watch=win.watch,
         )
 
 

@@ -176,6 +176,9 @@ def check_under_load(
     results: list[CheckResult] = []
     for level in sorted(levels, key=lambda lv: lv.value):
         at = _fmt(level.value)
+        stall = getattr(level, "stall", None)
+        if stall:
+            return _stalled(at, stall, level)
         idle = baseline if baseline is not None else getattr(level, "idle_answers", None)
         findings: list[str] = []
         for i, text in enumerate(level.samples):
@@ -215,6 +218,18 @@ def check_under_load(
         if n_err:
             return CheckReport(False, Category.ERRORS_UNDER_LOAD, _errors(level), results)
     return CheckReport(True, None, [], results)
+
+
+def _stalled(at: str, stall: dict[str, Any], level: LoadLevel) -> CheckReport:
+    """The stall watchdog ended streams: a hang while /health says 200, else a crash."""
+    health = stall.get("health_status")
+    line = (
+        f"at concurrency {at}: {stall.get('requests', 0)} stream(s) stalled: "
+        f"{stall.get('detail', '')} ({stall.get('watchdog', '')}); "
+        f"/health answered {health or 'nothing'}"
+    )
+    category = Category.STARTUP_TIMEOUT_OR_HANG if health == 200 else Category.RUNTIME_CRASH
+    return CheckReport(False, category, [line, *_errors(level)])
 
 
 def _errors(level: LoadLevel) -> list[str]:

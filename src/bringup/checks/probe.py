@@ -33,6 +33,7 @@ class ProbeResult:
     detector: str | None = None
     elapsed_s: float = 0.0
     steps: dict[str, bool] = field(default_factory=dict)
+    hang_s: float | None = None  # /health said 200, then no answer came for this long
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -92,11 +93,15 @@ async def run_probe(
     res = ProbeResult(url=url, passed=False, verdict="fail: not run")
     start = time.perf_counter()
     try:
-        async with OpenAIClient(url, api_key=api_key, timeout_s=timeout_s) as client:
+        # the overall wait below decides a timeout, so that a silent server reads as a hang
+        async with OpenAIClient(url, api_key=api_key, timeout_s=timeout_s + 5) as client:
             await asyncio.wait_for(_probe(client, res, health_path, model), timeout_s)
     except TimeoutError:
         res.passed = False
         res.verdict = f"fail: no verdict within {timeout_s:g}s"
+        if res.health_status == 200:
+            res.hang_s = round(time.perf_counter() - start, 3)
+            res.verdict = f"hang: /health 200 but no token for {res.hang_s:.1f}s"
     res.elapsed_s = round(time.perf_counter() - start, 3)
     if res.passed:
         res.verdict += f" in {res.elapsed_s:.2f}s"

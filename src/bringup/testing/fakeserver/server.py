@@ -42,6 +42,10 @@ class FakeServerConfig:
     fail_every: int = 0  # answer 500 to every n-th completion request (0: never)
     drop_after_events: int = 0  # cut the connection after this many events (0: never)
     close_after_stream: bool = False  # close after each stream, unannounced (llama-server)
+    # go silent mid-stream (connection open, /health 200) after this many events (0: never),
+    # in every stream after the first stall_after_requests streams
+    stall_after_events: int = 0
+    stall_after_requests: int = 0
     tokenizer: bool = True
     stamp: bool = True
 
@@ -96,9 +100,12 @@ class _Vocab:
 
 
 class _Stream:
-    __slots__ = ("chat", "done", "handle", "id", "next_at", "remaining", "sent", "usage")
+    __slots__ = (
+        "chat", "done", "handle", "id", "next_at", "remaining", "sent", "stalls", "usage",
+    )  # fmt: skip
 
     def __init__(self, sid: int, tokens: int, chat: bool, usage: bool, first_at: float) -> None:
+        self.stalls = False
         self.id = sid
         self.remaining = tokens
         self.sent = 0
@@ -118,6 +125,7 @@ class FakeServer:
         self.vocab = _Vocab()
         self._server: asyncio.Server | None = None
         self._next_id = 0
+        self.streams = 0  # streamed requests so far
         self.port = 0
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> FakeServer:
@@ -260,6 +268,10 @@ class _Connection(asyncio.Protocol):
         stats.active += 1
         first = time.monotonic() + cfg.ttft_s
         self.stream = _Stream(self.server.new_id(), tokens, chat, usage, first)
+        self.server.streams += 1
+        self.stream.stalls = bool(cfg.stall_after_events) and (
+            self.server.streams > cfg.stall_after_requests
+        )
         self.stream.handle = self.loop.call_at(first, self._emit)
 
     def _event(self, stream: _Stream, text: str, finish: str | None, usage: bool) -> bytes:
@@ -300,6 +312,8 @@ class _Connection(asyncio.Protocol):
             return
         if stream.remaining > 0:
             transport.write(_chunk(self._event(stream, " " + words, None, False)))
+            if stream.stalls and stream.sent >= cfg.stall_after_events * cfg.tokens_per_event:
+                return  # silent from here on; the connection stays open
             stream.next_at += 1.0 / cfg.event_rate
             stream.handle = self.loop.call_at(stream.next_at, self._emit)
             return

@@ -1,0 +1,58 @@
+"""The stall watchdog: a stream that goes silent with /health 200 is a hang, found fast."""
+
+from __future__ import annotations
+
+import time
+
+from bringup.bench import BenchConfig, RequestRecord, run_benchmark
+from bringup.bench.stall import expected_from
+from bringup.checks import check_under_load
+from bringup.testing.fakeserver import FakeServer, FakeServerConfig
+from bringup.verdict import Category
+
+
+def _cfg(**kw: object) -> BenchConfig:
+    base: dict[str, object] = {
+        "concurrency": [1, 4], "input_tokens": 8, "output_tokens": 30, "requests": 8,
+        "warmup": 1, "model": "fake-model", "timeout_s": 300.0, "stall_floor_s": 2.0,
+    }  # fmt: skip
+    return BenchConfig(**(base | kw))  # type: ignore[arg-type]
+
+
+async def test_mid_stream_stall_is_a_hang_verdict_long_before_the_timeout() -> None:
+    # the preparation's probe and the warm-up stream whole (the warm-up times the server at
+    # idle, which arms the watchdog); every later stream stops after 5 tokens
+    fake = FakeServerConfig(event_rate=100, stall_after_events=5, stall_after_requests=2)
+    async with FakeServer(fake) as srv:
+        started = time.monotonic()
+        report = await run_benchmark(srv.url, _cfg())
+        took = time.monotonic() - started
+    # one watchdog period (2 s floor), not 300 s per request one after another
+    assert took < 60, took
+    stalled = [lv for lv in report.levels if lv.stall]
+    assert len(stalled) == 1 and report.levels[-1] is stalled[0]
+    assert len(report.levels) == 1  # the c4 level is not run against a hung server
+    stall = stalled[0].stall
+    assert stall is not None and stall["health_status"] == 200 and stall["requests"] >= 1
+    verdict = check_under_load(report.levels)
+    assert verdict.category is Category.STARTUP_TIMEOUT_OR_HANG
+    assert "no token for" in verdict.evidence[0] and "mid-stream" in verdict.evidence[0]
+    assert "/health answered 200" in verdict.evidence[0]
+
+
+async def test_healthy_slow_streams_do_not_trip_the_watchdog() -> None:
+    async with FakeServer(FakeServerConfig(event_rate=40)) as srv:
+        report = await run_benchmark(srv.url, _cfg())
+    assert all(lv.stall is None for lv in report.levels)
+    assert check_under_load(report.levels).passed
+
+
+def test_watchdog_scales_with_measured_itl_and_concurrency() -> None:
+    rec = RequestRecord(index=0, scheduled=0.0, sent=0.0, end=1.1)
+    rec.event_times = [0.1 + 0.5 * i for i in range(3)]  # 0.5 s per token
+    rec.event_tokens = [1, 1, 1]
+    rec.output_tokens = 3
+    watch = expected_from([rec], concurrency=4, factor=20, floor_s=5)
+    assert watch is not None and watch.gap_s == 10.0  # 20 x 0.5 s
+    assert watch.first_s >= 2 * 4 * 1.1  # may queue behind four whole requests
+    assert expected_from([], concurrency=1) is None  # nothing measured: no watchdog
