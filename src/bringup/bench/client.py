@@ -26,7 +26,7 @@ from bringup.bench.config import BenchConfig
 from bringup.bench.records import ParseQueue, RequestRecord, now, parse_stream
 from bringup.bench.stall import StallError, StallWatch
 from bringup.bench.stream_http import StreamError, StreamPool, server_address
-from bringup.errors import BringupError
+from bringup.errors import BringupError, RequestError
 
 _READ_BUFSIZE = 1 << 18  # large reads: fewer wake-ups when many events are queued
 
@@ -47,8 +47,15 @@ def root_url(base_url: str, path: str) -> str:
     return f"{base}/{path}"
 
 
-def check_reachable(base_url: str, timeout_s: float = 3.0) -> None:
-    """Raise :class:`BringupError` unless ``base_url`` is http(s) and accepts a TCP connection."""
+def check_reachable(
+    base_url: str, timeout_s: float = 3.0, answer_timeout_s: float | None = None
+) -> None:
+    """Raise :class:`BringupError` unless ``base_url`` is http(s) and accepts a TCP connection.
+
+    With ``answer_timeout_s``, the server must also start an answer to ``GET /v1/models``
+    within that time (any status will do), else :class:`RequestError`: a server that
+    accepts and never answers would otherwise cost one timeout per request of the run.
+    """
     try:
         host, port, _ = server_address(base_url)
     except ValueError:
@@ -56,13 +63,32 @@ def check_reachable(base_url: str, timeout_s: float = 3.0) -> None:
             f"{base_url!r} is not a server URL; give one like http://127.0.0.1:8080."
         ) from None
     try:
-        socket.create_connection((host, port), timeout=timeout_s).close()
+        conn = socket.create_connection((host, port), timeout=timeout_s)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise BringupError(
             f"nothing accepts connections at {host}:{port} ({reason}); "
             "start the server or fix the URL."
         ) from exc
+    with conn:
+        if answer_timeout_s is None:
+            return
+        try:
+            conn.settimeout(answer_timeout_s)
+            conn.sendall(
+                f"GET /v1/models HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                "Connection: close\r\n\r\n".encode()
+            )
+            answered = bool(conn.recv(1))
+        except TimeoutError:
+            answered = False
+        except OSError:
+            answered = True  # reset or refused mid-way: the run itself will say how it fails
+        if not answered:
+            raise RequestError(
+                f"{host}:{port} accepts connections but sent no answer to GET /v1/models "
+                f"within {answer_timeout_s:g} s; the server is stuck or not an HTTP server"
+            )
 
 
 def _headers(cfg: BenchConfig) -> dict[str, str]:

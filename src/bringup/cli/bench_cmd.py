@@ -105,7 +105,7 @@ def bench(
         )  # fmt: skip
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
-    check_reachable(url)
+    check_reachable(url, answer_timeout_s=timeout)
     report = run_benchmark_sync(url, cfg)
     if as_json:
         sys.stdout.write(orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")

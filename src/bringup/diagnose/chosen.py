@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from bringup.diagnose.logtext import content, engine_key
+from bringup.diagnose.logtext import content, engine_key, log_lines
 
 _Pattern = tuple[str, re.Pattern[str]]
 
@@ -175,7 +175,7 @@ _READERS: dict[str, Callable[[list[str], dict[str, str]], None]] = {
 
 def extract_chosen(text: str, engine: str | None = None) -> dict[str, str]:
     """What the engine's log says it selected; empty when it says nothing we know."""
-    lines = [content(ln) for ln in text.splitlines()]
+    lines = [content(ln) for ln in log_lines(text)]
     key = engine_key(engine)
     found: dict[str, str] = {}
     readers = [_READERS[key]] if key in _READERS else list(_READERS.values())[:4]

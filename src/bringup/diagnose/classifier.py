@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from bringup.diagnose.diagnosis import Diagnosis
 from bringup.diagnose.hang import diagnose_hang
-from bringup.diagnose.logtext import content, dedupe_key, nonblank, redact
+from bringup.diagnose.logtext import content, dedupe_key, log_lines, nonblank, redact
 from bringup.diagnose.pytrace import final_exception_lines, read_tracebacks
 from bringup.diagnose.ruleset import TRIGGERS, engine_remedy, rulesets_for
 from bringup.verdict import Category, Stage
@@ -202,7 +202,7 @@ def classify(
 ) -> Diagnosis:
     """Why a trial failed, from its log text, the exit status (None: still running) and the
     stage it failed in (None: unknown)."""
-    lines = _trim(text.splitlines())
+    lines = _trim(log_lines(text))
     hits = _collect(lines, engine)
     exit_ev = _exit_evidence(exit_code)
     if exit_ev is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from bringup.diagnose.diagnosis import Diagnosis
-from bringup.diagnose.logtext import content, dedupe_key, nonblank, redact
+from bringup.diagnose.logtext import content, dedupe_key, log_lines, nonblank, redact
 from bringup.verdict import Category
 
 # (phase, markers, remedy); order matters only for lines matching several phases
@@ -111,7 +111,7 @@ def diagnose_hang(
     text: str, engine: str | None = None, *, silent_s: float | None = None
 ) -> Diagnosis:
     """A ``startup_timeout_or_hang`` diagnosis: last lines before silence and the phase."""
-    lines = nonblank(text.splitlines())
+    lines = nonblank(log_lines(text))
     phase, remedy = stage_reached(lines[-200:])
     tail: list[str] = []
     keys: set[str] = set()

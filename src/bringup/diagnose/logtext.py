@@ -4,6 +4,9 @@
 docker-compose, vLLM process tags and levels, SGLang timestamps, llama.cpp level letters) so
 rules match the message itself; evidence keeps the original line verbatim.
 ``engine_key(name)`` maps every spelling of an engine to one key.
+``log_lines(text)`` splits a log with each line cut to :data:`MAX_LINE` characters: the
+work per log is bounded (a 50 MB line of garbage costs no more than a short one) and so
+is every evidence line shown or stored.
 """
 
 from __future__ import annotations
@@ -50,6 +53,17 @@ _ENGINE_ALIASES = {
     "ollama": "ollama",
     "command": "command",
 }
+
+
+MAX_LINE = 2000  # characters kept of one log line; messages that decide fit well within
+
+
+def log_lines(text: str) -> list[str]:
+    """The log's lines, each at most :data:`MAX_LINE` characters (a marker says what was cut)."""
+    return [
+        ln if len(ln) <= MAX_LINE else f"{ln[:MAX_LINE]} … ({len(ln) - MAX_LINE} characters cut)"
+        for ln in text.splitlines()
+    ]
 
 
 def engine_key(name: str | None) -> str | None:

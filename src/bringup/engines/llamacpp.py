@@ -64,6 +64,25 @@ def find_llama_server(explicit: str | None = None) -> str | None:
         return shutil.which("llama-server")
 
 
+GGUF_MAGIC = b"GGUF"
+
+
+def _check_gguf(path: Path) -> None:
+    """llama-server loads GGUF only; any other file fails every configuration alike."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4)
+    except OSError as exc:
+        raise ModelNotFoundError(
+            f"cannot read the model file {path} ({exc.strerror}); check its permissions."
+        ) from exc
+    if head != GGUF_MAGIC:
+        raise ModelNotFoundError(
+            f"model file {path} is not a GGUF file (it starts with {head!r}, not b'GGUF'); "
+            "set model.path to a .gguf model."
+        )
+
+
 class LlamaCppAdapter(EngineAdapter):
     name = "llama.cpp"
     aliases = ("llamacpp", "llama-server", "llama_cpp")
@@ -99,6 +118,15 @@ class LlamaCppAdapter(EngineAdapter):
 
     def check_model(self, spec: Spec) -> None:
         path = Path(self.model_location(spec))
+        if path.is_dir():
+            inside = sorted(p.name for p in path.glob("*.gguf"))
+            holds = f" (it holds: {', '.join(inside[:5])})" if inside else ""
+            raise ModelNotFoundError(
+                f"model path {path} is a directory{holds}; set model.path to the .gguf file."
+            )
+        if path.is_file():
+            _check_gguf(path)
+            return
         if not path.is_file():
             nearby = (
                 sorted(p.name for p in path.parent.glob("*.gguf")) if path.parent.is_dir() else []

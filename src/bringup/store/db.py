@@ -123,8 +123,10 @@ class Store:
     def run(self, run_id: str | None = None) -> dict[str, Any] | None:
         if run_id:
             row = self.db.execute(
-                "SELECT * FROM runs WHERE id=? OR id LIKE ? ORDER BY created DESC LIMIT 1",
-                (run_id, run_id + "%"),
+                # ids are literal: a prefix match, never a LIKE pattern (% and _ match nothing)
+                "SELECT * FROM runs WHERE id=? OR substr(id, 1, length(?))=?"
+                " ORDER BY created DESC LIMIT 1",
+                (run_id, run_id, run_id),
             ).fetchone()
         else:
             row = self.db.execute("SELECT * FROM runs ORDER BY created DESC LIMIT 1").fetchone()
@@ -240,8 +242,9 @@ class Store:
 
     def trial(self, trial_id: str) -> TrialRow | None:
         row = self.db.execute(
-            "SELECT * FROM trials WHERE id=? OR id LIKE ? ORDER BY updated DESC LIMIT 1",
-            (trial_id, trial_id + "%"),
+            "SELECT * FROM trials WHERE id=? OR substr(id, 1, length(?))=?"
+            " ORDER BY updated DESC LIMIT 1",
+            (trial_id, trial_id, trial_id),
         ).fetchone()
         return TrialRow.from_row(row) if row else None
 
