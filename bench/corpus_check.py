@@ -4,7 +4,8 @@ Each line of ``bench/data/diagnose/{fit,heldout}.jsonl`` is one case with exactl
 id, engine, category, log, remedy, source, gpu, date (``exit_code`` may be added when the
 post states it). The split is decided by the source alone (see ``side_of`` and the README
 next to the data), so this check can tell a case filed on the wrong side without reading
-its log. Duplicates are refused across both files: a repeated id, the same source with the
+its log. A log that carries a credential (a signed URL, a token) is refused. Duplicates are
+refused across both files: a repeated id, the same source with the
 same log, and near-identical log text (the same bug posted twice must not sit on both sides
 of the split, nor count twice on one).
 
@@ -45,6 +46,14 @@ _ID = re.compile(r"^[a-z0-9][a-z0-9._-]{2,99}$")
 _SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+#[1-9]\d*$")
 _DATE = re.compile(r"^(20[12]\d)-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$")
 _NEAR = 0.8  # Jaccard of word 4-gram sets above which two logs are the same post
+# A pasted log can carry a credential (a pre-signed download URL, a Hub or API token); the
+# corpus must never store one, even an expired one.
+_SECRET = re.compile(
+    r"X-Amz-(Signature|Credential)=|[?&](sig|signature|token)=[A-Za-z0-9%/+]{16,}"
+    r"|\bhf_[A-Za-z0-9]{30,}|\bsk-[A-Za-z0-9]{20,}|\bBearer\s+[A-Za-z0-9._-]{20,}"
+    r"|\bgh[pousr]_[A-Za-z0-9]{30,}|\beyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{10,}",
+    re.IGNORECASE,
+)
 _MIN_LOG = 20  # characters: shorter is not a log a person could diagnose from
 
 
@@ -101,6 +110,8 @@ def _case_problems(case: dict[str, Any], where: str) -> list[str]:
     log = case.get("log")
     if not isinstance(log, str) or len(log.strip()) < _MIN_LOG:
         out.append(f"{where}: log must be the posted text, at least {_MIN_LOG} characters")
+    elif _SECRET.search(log):
+        out.append(f"{where}: log carries a credential (signed URL or token): leave the case out")
     if not isinstance(case.get("source"), str) or not _SOURCE.match(case["source"]):
         out.append(f"{where}: source must read owner/repo#number")
     date = case.get("date")

@@ -86,3 +86,11 @@ def test_duplicates_are_refused_across_splits(tmp_path: Path) -> None:
     assert any("nearly identical" in p for p in problems)
     problems, _ = cc.check(_write(tmp_path, [_case(fit), _case(fit, log="x" * 40)], []))
     assert any("id already used" in p for p in problems)
+
+
+def test_a_log_with_a_credential_is_refused(tmp_path: Path) -> None:
+    signed = "Error: max retries exceeded: Get https://x.r2.example/data?X-Amz-Signature=abc123"
+    token = "401 Client Error for token hf_" + "a1B2c3D4e5" * 4
+    for log in (signed, token):
+        problems, _ = cc.check(_write(tmp_path, [_case(_source_for("fit"), log=log)], []))
+        assert any("credential" in p for p in problems)
