@@ -41,6 +41,8 @@ from bringup.verdict import Category, Stage, Status, TrialResult
 
 StageHook = Callable[[TrialResult, Stage, str], None]
 ProcessHook = Callable[[EngineProcess, bool], None]  # (process, True spawned / False stopped)
+# Ctrl-C: the user is waiting, so the engine gets a short grace before SIGKILL.
+INTERRUPT_GRACE_S = 3.0
 
 
 @dataclass
@@ -202,7 +204,8 @@ async def run_trial(
     finally:
         result.timings["total"] = round(time.monotonic() - trial_start, 3)
         if proc is not None and run.server is None:
-            proc.stop(spec.launch.stop_grace_s if result.status is not Status.INTERRUPTED else 3.0)
+            interrupted = result.status is Status.INTERRUPTED
+            proc.stop(INTERRUPT_GRACE_S if interrupted else spec.launch.stop_grace_s)
             ctx.on_process(proc, False)
             # an engine may echo its own command line: no secret stays in the kept log
             redact_file(proc.log_path, _secrets_of(proc, spec, planned))

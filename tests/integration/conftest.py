@@ -28,8 +28,12 @@ def gemma_path() -> str:
         pytest.skip("the Gemma 3 270M model is not installed (run `make engine`)")
 
 
-def spec_text(model: str, extra: str = "") -> str:
-    """A small spec over the real model: two flags, tiny benchmark, no accuracy stage."""
+def spec_text(model: str, extra: str = "", requests: int = 2) -> str:
+    """A small spec over the real model: two flags, tiny benchmark, no accuracy stage.
+
+    ``requests`` per benchmark level: a large number holds a trial in its benchmark for as
+    long as a test needs (a slow trial, not a race against a short one).
+    """
     return f"""
 [engine]
 name = "llama.cpp"
@@ -50,7 +54,7 @@ stop_grace_s = 5
 concurrency = [1]
 input_tokens = 16
 output_tokens = 8
-requests = 2
+requests = {requests}
 warmup = 0
 [checks]
 accuracy = false
@@ -58,8 +62,8 @@ accuracy = false
 """
 
 
-def make_spec(model: str, extra: str = "") -> Spec:
-    return parse_spec(spec_text(model, extra), source="integration.toml")
+def make_spec(model: str, extra: str = "", requests: int = 2) -> Spec:
+    return parse_spec(spec_text(model, extra, requests), source="integration.toml")
 
 
 @pytest.fixture

@@ -19,7 +19,8 @@ from bringup.server.ports import free_port
 from bringup.spec import Spec
 from bringup.store import Store
 from bringup.sweep import SweepOptions, prepare, run_sweep
-from bringup.trial import TrialContext, run_trial
+from bringup.testing.hogs import Slack
+from bringup.trial import INTERRUPT_GRACE_S, TrialContext, run_trial
 from bringup.verdict import Category, Stage, Status, TrialResult
 
 pytestmark = pytest.mark.integration
@@ -44,7 +45,9 @@ async def test_healthy_trial_passes_and_leaves_nothing(spec: Spec, tmp_path: Pat
     assert "--flash-attn" in " ".join(r.command) and "model loaded" in log
 
 
-async def test_refused_combination_fails_fast_with_evidence(spec: Spec, tmp_path: Path) -> None:
+async def test_refused_combination_fails_fast_with_evidence(
+    spec: Spec, tmp_path: Path, slack: Slack
+) -> None:
     t0 = time.monotonic()
     run = await run_trial(
         _ctx(spec, tmp_path),
@@ -56,11 +59,12 @@ async def test_refused_combination_fails_fast_with_evidence(spec: Spec, tmp_path
     assert r.failure.category is Category.INVALID_CONFIG
     assert any("flash_attn" in e for e in r.failure.evidence)
     assert r.failure.stage in (Stage.READY, Stage.LAUNCHING)
-    assert time.monotonic() - t0 < 30
+    assert time.monotonic() - t0 < 30 + slack(100)
 
 
-async def test_process_killed_during_readiness(spec: Spec, tmp_path: Path) -> None:
-    """SIGKILL the engine while it loads: the verdict comes within a second of the death."""
+async def test_process_killed_during_readiness(spec: Spec, tmp_path: Path, slack: Slack) -> None:
+    """SIGKILL the engine while it loads: the verdict comes within a second of the death
+    on a quiet machine, plus measured steps on a busy one."""
     seen: dict[str, float] = {}
 
     def on_stage(result: TrialResult, stage: Stage, message: str) -> None:
@@ -81,7 +85,7 @@ async def test_process_killed_during_readiness(spec: Spec, tmp_path: Path) -> No
     assert r.status is Status.FAILED and r.failure is not None
     assert r.failure.stage is Stage.READY
     assert "SIGKILL" in (r.failure.detail or "")
-    assert seen["verdict_at"] - seen["killed_at"] < 1.0
+    assert seen["verdict_at"] - seen["killed_at"] < 1.0 + slack(25)
 
 
 @pytest.fixture
@@ -127,22 +131,25 @@ async def test_pinned_port_held_by_another_server(
         assert resp.status == 200
 
 
-async def test_interrupt_leaves_no_engine_and_marks_trial(spec: Spec, tmp_path: Path) -> None:
+async def test_interrupt_leaves_no_engine_and_marks_trial(
+    gemma_path: str, spec_factory: Callable[..., Spec], tmp_path: Path, slack: Slack
+) -> None:
+    # a benchmark of 100000 requests: the trial is still running when it is cancelled
+    spec = spec_factory(gemma_path, requests=100_000)
     store = Store(tmp_path / "b.db")
     prep = prepare(spec)
     task = asyncio.create_task(run_sweep(prep, store, SweepOptions(runs_dir=str(tmp_path / "r"))))
     pid = None
-    for _ in range(400):
+    while pid is None and not task.done():
         await asyncio.sleep(0.05)
         rows = store.trials()
-        if rows and rows[-1].pid:
+        if rows and rows[-1].pid and rows[-1].stage == "benchmarked":
             pid = rows[-1].pid
-            break
-    assert pid is not None
+    assert pid is not None, "the sweep ended before a trial reached its benchmark"
     t0 = time.monotonic()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < INTERRUPT_GRACE_S + 2 + slack(25)
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert store.trials()[-1].status == "interrupted"

@@ -1,0 +1,36 @@
+"""The CPU-hog helper: starts what it says, stops exactly what it started."""
+
+from __future__ import annotations
+
+import time
+
+import psutil
+
+from bringup.testing.hogs import Slack, cpu_hogs, step_cost_s
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_hogs_burn_cpu_and_are_gone_after_the_block() -> None:
+    with cpu_hogs(2) as hogs:
+        pids = hogs.pids
+        assert len(pids) == 2 and hogs.alive() == 2
+        procs = [psutil.Process(p) for p in pids]
+        assert all(p.cmdline()[-1].startswith("while True") for p in procs)
+        # each one is burning CPU: its own CPU time grows (waited for, not timed)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and min(sum(p.cpu_times()[:2]) for p in procs) < 0.05:
+            time.sleep(0.02)
+        assert min(sum(p.cpu_times()[:2]) for p in procs) >= 0.05
+    assert not any(_running(p) for p in pids)
+
+
+def test_step_cost_is_measured_and_slack_scales_with_it() -> None:
+    step = step_cost_s(samples=1)
+    assert 0 < step < 60
+    assert Slack(step)(10) == 10 * step
