@@ -26,6 +26,7 @@ from bringup.executors import Executor, LocalExecutor, TrialDone, TrialJob
 from bringup.models import resolve_builtin
 from bringup.plan import Budget, PlannedTrial, ReferenceFirst, SweepPlanner, make_planner
 from bringup.plan.base import FIRST_LOOK
+from bringup.plan.retry import RetryTransient
 from bringup.plan.winner import Winner, choose_winner
 from bringup.preflight import preflight
 from bringup.server.orphans import reconcile
@@ -228,7 +229,10 @@ async def run_sweep(
         stored = store.reference(prep.fingerprint_key, ref_key)
         reference = ReferenceAnswers.from_dict(stored) if stored else None
     # the accuracy gate needs the reference's answers before any candidate is judged
-    steering = ReferenceFirst(planner, ref_config, spec.checks.accuracy and reference is None)
+    steering = RetryTransient(
+        ReferenceFirst(planner, ref_config, spec.checks.accuracy and reference is None)
+    )
+    ref_decode: list[float] = []  # the reference's measured decode rate: sizes request timeouts
     runner = executor(rec, options)
     seq = store.next_seq(run_id)
     results: list[TrialResult] = []
@@ -252,6 +256,7 @@ async def run_sweep(
             may_reuse=planned.purpose in FIRST_LOOK
             and not options.rerun
             and not (collect and reference is None),
+            decode_tok_s=ref_decode[0] if ref_decode else None,
         )
         seq += 1
         return job
@@ -274,7 +279,12 @@ async def run_sweep(
                 if done.answers is not None and job.collect_reference:
                     reference = done.answers
                     store.save_reference(prep.fingerprint_key, ref_key, done.answers.to_dict())
+                if job.planned.config == ref_config:
+                    _note_reference_speed(done.result, ref_decode)
+                retried = steering.will_retry(job.planned, done.result)
                 steering.tell(job.planned, done.result)
+                if retried:  # the row keeps the note: shown, superseded by the retry
+                    job.sink.stage(done.result, done.result.stage, "retrying")
     except (asyncio.CancelledError, KeyboardInterrupt):
         status = "interrupted"
         await _stop_all(running)
@@ -302,6 +312,13 @@ async def _stop_all(running: dict[asyncio.Task[TrialDone], TrialJob]) -> None:
     if running:
         await asyncio.gather(*running, return_exceptions=True)
     running.clear()
+
+
+def _note_reference_speed(result: TrialResult, into: list[float]) -> None:
+    """Keep the reference's single-request decode rate: it sizes later request timeouts."""
+    rate = result.metrics.get("decode_tok_s_single")
+    if not into and isinstance(rate, int | float) and rate > 0:
+        into.append(float(rate))
 
 
 def _key(prep: PreparedSpec, config: Config) -> str:

@@ -26,7 +26,9 @@ from bringup.checks import (
     run_correctness,
     suite_for,
 )
+from bringup.checks.correctness import FREE_TEXT_TOKENS
 from bringup.client import OpenAIClient, RequestError
+from bringup.contention import ContentionMeter
 from bringup.diagnose import classify
 from bringup.engines.base import EngineAdapter
 from bringup.files import redact_file
@@ -35,6 +37,12 @@ from bringup.secrets import flag_secret_values, secret_values
 from bringup.server.identity import verify_identity
 from bringup.server.ports import free_port, inspect_occupant
 from bringup.server.process import EngineProcess, describe_exit
+from bringup.server.progress import (
+    judge_no_answer,
+    request_failure_kind,
+    request_timeout_s,
+    sample_progress,
+)
 from bringup.server.readiness import wait_ready
 from bringup.spec import Spec
 from bringup.verdict import Category, Stage, Status, TrialResult
@@ -57,6 +65,9 @@ class TrialContext:
     api_key: str | None = None
     benchmark: bool = True
     on_process: ProcessHook = field(default=lambda p, alive: None)
+    # single-request decode rate measured on the reference: sets the checks' request timeout
+    decode_tok_s: float | None = None
+    timeout_scale: float = 1.0  # a retry after a slow response waits proportionally longer
 
 
 @dataclass
@@ -74,6 +85,7 @@ class TrialRun:
     result: TrialResult
     server: LiveServer | None = None
     answers: ReferenceAnswers | None = None
+    process: EngineProcess | None = None
 
 
 def _enter(ctx: TrialContext, result: TrialResult, stage: Stage, message: str = "") -> float:
@@ -89,6 +101,7 @@ async def run_trial(
     result = TrialResult(trial_id=trial_id, flags=dict(planned.config))
     run = TrialRun(result)
     trial_start = time.monotonic()
+    meter = ContentionMeter.start("trial")
 
     t0 = _enter(ctx, result, Stage.LAUNCHING, "checking flags")
     problems = adapter.check_flags(spec, planned.config)
@@ -150,6 +163,7 @@ async def run_trial(
                 return run
             result.pid = proc.pid
             ctx.on_process(proc, True)
+            run.process = proc
             ctx.on_stage(result, Stage.LAUNCHING, f"pid {proc.pid} on port {port}")
 
             t0 = _enter(ctx, result, Stage.READY, "waiting for health")
@@ -188,10 +202,13 @@ async def run_trial(
             await _checks_and_bench(ctx, planned, run, base_url)
         except (RequestError, aiohttp.ClientError, TimeoutError) as exc:
             # a server that stops answering mid-trial is a verdict, never an abort
-            _server_broke(result, proc, adapter, exc)
+            what = f"request failed during the {result.stage.value} stage: {exc or 'timed out'}"
+            await _no_answer(result, proc, adapter, what, [what])
         if proc is not None and proc.poll() is not None and not _blames_exit(result):
             # errors under load, wrong answers... from an engine that died: the death decides
             _engine_died(result, proc, adapter)
+        if result.status is Status.RUNNING and "skipped" in result.checks.get("accuracy", {}):
+            result.status = Status.UNCHECKED  # nothing failed, but accuracy was not judged
         if result.status is Status.RUNNING:
             result.status = Status.PASSED
             _enter(ctx, result, Stage.PASSED, "passed")
@@ -203,6 +220,7 @@ async def run_trial(
         raise
     finally:
         result.timings["total"] = round(time.monotonic() - trial_start, 3)
+        result.contention["trial"] = meter.stop()  # before teardown: the engine still counts
         if proc is not None and run.server is None:
             interrupted = result.status is Status.INTERRUPTED
             proc.stop(INTERRUPT_GRACE_S if interrupted else spec.launch.stop_grace_s)
@@ -241,20 +259,36 @@ def _engine_died(result: TrialResult, proc: EngineProcess, adapter: EngineAdapte
     )
 
 
-def _server_broke(
-    result: TrialResult, proc: EngineProcess | None, adapter: EngineAdapter, exc: Exception
+async def _no_answer(
+    result: TrialResult,
+    proc: EngineProcess | None,
+    adapter: EngineAdapter,
+    what: str,
+    evidence: list[str],
 ) -> None:
+    """A request got no (good) answer: dead, failing, slow or stalled (server.progress)."""
     stage = result.stage
-    what = f"request failed during the {stage.value} stage: {exc}"
     if proc is not None and proc.poll() is not None:
         text = proc.log_path.read_text(errors="replace")
         diag = classify(text, engine=adapter.name, exit_code=proc.returncode, stage=stage)
         detail = f"the engine {describe_exit(proc.returncode)} while serving; {what}"
         result.fail(stage, diag.category, diag.evidence, diag.remedy, detail)
         return
-    result.fail(
-        stage, Category.RUNTIME_CRASH, [what], detail="the engine is up but failed a request"
-    )
+    kind = request_failure_kind(what)
+    progress = None
+    if proc is not None and kind in ("timeout", "connection"):
+        progress = await sample_progress(proc.pid, proc.log_path)
+    category, transient, detail = judge_no_answer(kind, progress)
+    extra = progress.evidence if progress else []
+    result.fail(stage, category, [*evidence, *extra], detail=detail, transient=transient)
+
+
+def check_tokens(spec: Spec) -> int:
+    """The most tokens one check request asks for (its timeout is sized for that)."""
+    asked = [FREE_TEXT_TOKENS, spec.checks.accuracy_tokens]
+    if spec.checks.known_answers:
+        asked += [ka.max_tokens for ka in suite_for(spec)]
+    return max(asked)
 
 
 def sentinel_prompts(spec: Spec) -> tuple[str, ...]:
@@ -288,11 +322,17 @@ async def _checks_and_bench(
 ) -> None:
     spec, result = ctx.spec, run.result
     model = ctx.adapter.served_model(spec)
-    async with OpenAIClient(base_url, api_key=ctx.api_key) as client:
+    timeout_s = request_timeout_s(check_tokens(spec), ctx.decode_tok_s) * ctx.timeout_scale
+    result.checks["request_timeout_s"] = round(timeout_s, 1)
+    async with OpenAIClient(base_url, api_key=ctx.api_key, timeout_s=timeout_s) as client:
         t0 = _enter(ctx, result, Stage.CORRECT, "known answers and garbage detectors")
         report = await run_correctness(client, spec)
         result.checks["correctness"] = report.to_dict()
         result.timings["correct_s"] = round(time.monotonic() - t0, 3)
+        if not report.passed and report.category is Category.RUNTIME_CRASH:
+            # requests got no answer: whether the engine is dead, slow or stalled decides
+            await _no_answer(result, run.process, ctx.adapter, report.evidence[0], report.evidence)
+            return
         if not report.passed:
             assert report.category is not None
             result.fail(Stage.CORRECT, report.category, report.evidence)
@@ -331,7 +371,9 @@ async def _checks_and_bench(
     cfg.api_key = ctx.api_key
     cfg.sentinels = sentinel_prompts(spec)
     cfg.health_path = ctx.adapter.health_path_for(spec)
+    meter = ContentionMeter.start("benchmark")
     bench = await run_benchmark(base_url, cfg)
+    result.contention["benchmark"] = meter.stop()
     result.timings["benchmarked_s"] = round(time.monotonic() - t0, 3)
     result.metrics = bench.summary()
     result.metrics["bench_scale"] = planned.bench_scale

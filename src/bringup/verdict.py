@@ -3,7 +3,8 @@
 A trial walks ``planned -> launching -> ready -> identified -> correct -> accurate ->
 benchmarked -> passed``; any stage may end it as ``failed`` with a category, the log lines
 that decided it and, where one is known, a remedy. ``interrupted`` means bringup itself was
-stopped; such a trial is re-run on resume.
+stopped; such a trial is re-run on resume. ``unchecked``: nothing failed, but the accuracy
+check could not run because the reference configuration failed.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import enum
 from typing import Any
 
 from pydantic import BaseModel, Field
+
+from bringup.contention import Contention
 
 
 class Stage(enum.StrEnum):
@@ -31,6 +34,9 @@ class Status(enum.StrEnum):
     FAILED = "failed"
     INTERRUPTED = "interrupted"
     SKIPPED = "skipped"  # pruned by the planner or already decided in the store
+    # every stage it could run passed, but accuracy was not judged (no reference answers):
+    # not a winner, and never shown as passed
+    UNCHECKED = "unchecked"
 
 
 class Category(enum.StrEnum):
@@ -51,6 +57,9 @@ class Category(enum.StrEnum):
     WRONG_ANSWER = "wrong_answer"
     ACCURACY_REGRESSION = "accuracy_regression"
     ERRORS_UNDER_LOAD = "errors_under_load"
+    # a request got no answer while the engine lived (bringup.server.progress): transient
+    SLOW_RESPONSE = "slow_response"  # still working (CPU used, log growing): slower only
+    STALLED = "stalled"  # alive but no progress over the sampled window
 
 
 LAUNCH_CATEGORIES: tuple[Category, ...] = tuple(Category)[:12]
@@ -64,6 +73,9 @@ class Failure(BaseModel):
     evidence: list[str] = Field(default_factory=list)
     remedy: str | None = None
     detail: str | None = None  # one human sentence, e.g. "process exited with code 1"
+    # an accident of the moment (a timeout on a loaded machine, a reset connection), not
+    # a property of the configuration: retried once, never prunes, never reused
+    transient: bool = False
 
     def headline(self) -> str:
         line = self.evidence[0] if self.evidence else (self.detail or "")
@@ -89,6 +101,8 @@ class TrialResult(BaseModel):
     checks: dict[str, Any] = Field(default_factory=dict)
     chosen: dict[str, str] = Field(default_factory=dict)  # what the engine actually picked
     note: str | None = None
+    # the CPU left to the trial: windows "trial" and, when it ran, "benchmark"
+    contention: dict[str, Contention] = Field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -101,9 +115,15 @@ class TrialResult(BaseModel):
         evidence: list[str] | None = None,
         remedy: str | None = None,
         detail: str | None = None,
+        transient: bool = False,
     ) -> TrialResult:
         self.status = Status.FAILED
         self.failure = Failure(
-            stage=stage, category=category, evidence=evidence or [], remedy=remedy, detail=detail
+            stage=stage,
+            category=category,
+            evidence=evidence or [],
+            remedy=remedy,
+            detail=detail,
+            transient=transient,
         )
         return self

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+import bringup.trial as trial_mod
 from bringup.checks.accuracy import DEFAULT_MAX_LOGPROB_MAD, DEFAULT_MIN_TOKEN_AGREEMENT
+from bringup.contention import Contention, ContentionMeter
 from bringup.spec import Config, Spec, load_spec
 from bringup.store import Store
 from bringup.sweep import SweepOptions, SweepOutcome, prepare, run_sweep
@@ -177,3 +181,26 @@ def sweep_example(
     finally:
         loop.close()
     return SimSweep(spec, world, outcome, store, elapsed)
+
+
+class _QuietMeter:
+    """The simulated engine's speed is timed sleeps, not CPU work: other processes' CPU
+    does not slow it, so its measurements are compared as taken (no contention widening)."""
+
+    def __init__(self, window: str) -> None:
+        self.inner = ContentionMeter.start(window)
+
+    @classmethod
+    def start(cls, window: str) -> _QuietMeter:
+        return cls(window)
+
+    def stop(self) -> Contention:
+        measured = self.inner.stop()
+        return measured.model_copy(update={"others_cpu_s": 0.0, "steal_s": 0.0})
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sim_speed_ignores_contention() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(trial_mod, "ContentionMeter", _QuietMeter)
+        yield

@@ -183,32 +183,98 @@ def test_killed_process_classified(code: int) -> None:
     assert diag.category is Category.OOM_HOST
 
 
-async def test_request_error_mid_trial_is_a_verdict(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A server that stops answering during the checks fails the trial; nothing aborts."""
+async def _trial_where_checks_fail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: str, engine_code: str = SERVE
+) -> object:
     import bringup.trial as trial_mod
     from bringup.client import RequestError
     from bringup.plan.base import PlannedTrial
     from bringup.spec import parse_spec
     from bringup.trial import TrialContext, run_trial
-    from bringup.verdict import Stage, Status
 
     class ServeAdapter(ScriptAdapter):
         def build_command(self, spec, flags, host, port):  # type: ignore[no-untyped-def]
-            return [sys.executable, "-c", SERVE, str(port), "0"]
+            return [sys.executable, "-c", engine_code, str(port), "0"]
 
     async def broken(*a: object, **k: object) -> None:
-        raise RequestError("POST /v1/completions: no response (timed out)")
+        raise RequestError(error)
 
     monkeypatch.setattr(trial_mod, "run_correctness", broken)
     spec = parse_spec('[engine]\nname = "llama.cpp"\n[model]\npath = "m"\n')
     run = await run_trial(TrialContext(spec, ServeAdapter(), tmp_path), PlannedTrial({}), "t")
     r = run.result
-    assert r.status is Status.FAILED and r.failure is not None
-    assert r.failure.stage is Stage.CORRECT
-    assert r.failure.category is Category.RUNTIME_CRASH
-    assert "timed out" in r.failure.evidence[0]
     assert (r.pid is not None and not psutil.pid_exists(r.pid)) or (
         psutil.Process(r.pid).status() == psutil.STATUS_ZOMBIE
     )
+    return r
+
+
+async def test_timeout_of_an_idle_live_engine_is_stalled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that stops answering during the checks fails the trial; nothing aborts.
+    Alive, using no CPU and writing nothing: stalled, a transient verdict."""
+    from bringup.verdict import Stage, Status
+
+    r = await _trial_where_checks_fail(
+        tmp_path, monkeypatch, "POST /v1/completions: no response (timed out)"
+    )
+    assert r.status is Status.FAILED and r.failure is not None  # type: ignore[attr-defined]
+    f = r.failure  # type: ignore[attr-defined]
+    assert f.stage is Stage.CORRECT
+    assert f.category is Category.STALLED and f.transient
+    assert "timed out" in f.evidence[0] and "CPU-s" in f.evidence[-1]
+
+
+# an engine that answers health and keeps computing: slow, not dead
+BUSY_SERVE = SERVE.replace(
+    'print("starting", flush=True)',
+    "import threading\ndef spin():\n    while True:\n        pass\n"
+    'threading.Thread(target=spin, daemon=True).start()\nprint("starting", flush=True)',
+)
+
+
+async def test_timeout_of_a_working_engine_is_slow_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r = await _trial_where_checks_fail(
+        tmp_path, monkeypatch, "POST /v1/completions: no response (timed out)", BUSY_SERVE
+    )
+    f = r.failure  # type: ignore[attr-defined]
+    assert f is not None and f.category is Category.SLOW_RESPONSE and f.transient
+    assert "still working" in (f.detail or "")
+
+
+async def test_5xx_from_a_live_engine_is_a_runtime_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r = await _trial_where_checks_fail(
+        tmp_path, monkeypatch, "POST /v1/completions answered 500: internal error"
+    )
+    f = r.failure  # type: ignore[attr-defined]
+    assert f is not None and f.category is Category.RUNTIME_CRASH and not f.transient
+
+
+async def test_no_reference_answers_leaves_a_candidate_unchecked_not_passed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import bringup.trial as trial_mod
+    from bringup.checks.correctness import CheckReport
+    from bringup.plan.base import PlannedTrial
+    from bringup.spec import parse_spec
+    from bringup.trial import TrialContext, run_trial
+    from bringup.verdict import Status
+
+    class ServeAdapter(ScriptAdapter):
+        def build_command(self, spec, flags, host, port):  # type: ignore[no-untyped-def]
+            return [sys.executable, "-c", SERVE, str(port), "0"]
+
+    async def correct(*a: object, **k: object) -> CheckReport:
+        return CheckReport(True, None, [], [])
+
+    monkeypatch.setattr(trial_mod, "run_correctness", correct)
+    spec = parse_spec('[engine]\nname = "llama.cpp"\n[model]\npath = "m"\n')
+    ctx = TrialContext(spec, ServeAdapter(), tmp_path, benchmark=False)  # no reference given
+    run = await run_trial(ctx, PlannedTrial({}), "t")
+    assert run.result.status is Status.UNCHECKED and run.result.failure is None
+    assert "skipped" in run.result.checks["accuracy"]

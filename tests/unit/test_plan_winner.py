@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bringup.contention import Contention
 from bringup.plan import choose_winner
 from bringup.plan.winner import requirement_failures
 from bringup.spec import Spec, parse_spec
@@ -98,3 +99,42 @@ def test_short_benchmarks_yield_to_full_ones() -> None:
     ]
     w = choose_winner(results, spec())
     assert w is not None and w.trial_id == "full" and w.value == 110
+
+
+def _taken(share: float) -> Contention:
+    return Contention(
+        window="benchmark",
+        wall_s=10.0,
+        cores=2,
+        others_cpu_s=20.0 * share,
+        steal_s=0.0,
+        ours_cpu_s=10.0,
+        load1=1.0,
+    )
+
+
+def test_contended_measurement_is_not_ranked_as_comparable() -> None:
+    """FAST measured at 100 quiet; REF at 80 while others took 45% of the CPU: REF's
+    quiet speed may be up to 80 / 0.55 = 145, so the two overlap and the reason says why."""
+    fast = passed("fast", FAST, 100, output_tok_s_ci=[98.0, 102.0])
+    fast.contention = {"benchmark": _taken(0.02)}
+    ref = passed("ref", REF, 80, output_tok_s_ci=[78.0, 82.0])
+    ref.contention = {"benchmark": _taken(0.45)}
+    w = choose_winner([fast, ref], spec())
+    assert w is not None
+    assert w.trial_id == "ref"  # within the widened noise: the conservative one
+    assert "contention" in w.reason and "ref 45%" in w.reason
+    # the same figures measured quietly: FAST is clearly faster
+    ref.contention = {"benchmark": _taken(0.02)}
+    w = choose_winner([fast, ref], spec())
+    assert w is not None and w.trial_id == "fast" and "contention" not in w.reason
+
+
+def test_contention_widens_latency_towards_lower() -> None:
+    lat = spec().model_copy(deep=True)
+    lat.objective.minimize = "ttft_p99_ms"
+    a = passed("a", FAST, 100, ttft_p99_ms=100.0)
+    b = passed("b", REF, 100, ttft_p99_ms=150.0)
+    b.contention = {"benchmark": _taken(0.5)}  # quiet, b could be as low as 75 ms
+    w = choose_winner([a, b], lat)
+    assert w is not None and w.trial_id == "b" and "contention" in w.reason

@@ -5,6 +5,10 @@ lines, versions): each goes into a :class:`rich.text.Text` through
 :func:`bringup.textsafe.printable`, never into markup, so escape sequences are spelled out
 and brackets such as ``[/]`` are shown as written. Secret-named flags show ``***`` and
 the launch command is redacted.
+
+The result table fits 80 columns: searched flags by short names with a legend under the
+table (departures from the reference only), cells that wrap instead of ending in an
+ellipsis, and each failure's decisive line printed under the table at full width.
 """
 
 from __future__ import annotations
@@ -14,17 +18,26 @@ import shlex
 import time
 from typing import Any
 
+from rich import box
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from bringup.contention import contention_warnings, cpu_left_cell
+from bringup.report.outcome import no_winner_reason, reference_failure, verdict_counts
 from bringup.secrets import MASK, is_secret_name, redact_argv
 from bringup.spec import Spec
 from bringup.sweep import SweepEvent, SweepOutcome
 from bringup.textsafe import printable
 from bringup.verdict import Status, TrialResult
 
-STYLE = {"passed": "green", "failed": "red", "interrupted": "yellow", "running": "cyan"}
+STYLE = {
+    "passed": "green",
+    "failed": "red",
+    "interrupted": "yellow",
+    "running": "cyan",
+    "unchecked": "yellow",
+}
 
 
 class ProgressLine:
@@ -69,6 +82,41 @@ def _flags(flags: dict[str, Any], spec: Spec) -> str:
     return printable(" ".join(shown) or "(reference)")
 
 
+def flag_legend(spec: Spec) -> dict[str, str]:
+    """A short, unique name per searched flag: ``--cache-type-k`` -> ``ctk``.
+
+    The initials of the flag's words; where two flags share them, the first word is kept
+    whole. The table prints the legend, so the short names stay readable at 80 columns.
+    """
+    legend: dict[str, str] = {}
+    for flag in spec.space:
+        words = [w for w in re.split(r"[-_.]+", flag.lstrip("-")) if w]
+        short = "".join(w[0] for w in words) or flag
+        if short in legend.values():
+            short = words[0] + "".join(w[0] for w in words[1:]) if words else flag
+        while short in legend.values():
+            short += "'"
+        legend[flag] = printable(short)
+    return legend
+
+
+def _legend_caption(legend: dict[str, str]) -> Text:
+    names = ", ".join(f"{s}={printable(f)}" for f, s in legend.items())
+    cpu = "CPU: share of the machine left to the benchmark (! = under contention)"
+    return Text(f"flags: {names} (the reference's values omitted)\n{cpu}" if names else cpu)
+
+
+def _short_flags(flags: dict[str, Any], legend: dict[str, str], spec: Spec) -> str:
+    """The departures from the reference, in short names; the reference's values are implied."""
+    ref = spec.reference
+    shown = [
+        f"{legend[k]}={MASK if is_secret_name(k) else v}"
+        for k, v in flags.items()
+        if k in legend and str(ref.get(k)) != str(v)
+    ]
+    return printable(" ".join(shown) or "(reference)")
+
+
 def _one_line(trial: TrialResult, spec: Spec, index: int, total: int) -> Text:
     status = trial.status.value
     why = f" {trial.failure.category.value}" if trial.failure else ""
@@ -84,7 +132,7 @@ def _one_line(trial: TrialResult, spec: Spec, index: int, total: int) -> Text:
 _LOG_PREFIX = re.compile(r"\b\d+\.\d+\.\d+\.\d+ [DIWE] ")
 
 
-def _short(line: str, limit: int = 160) -> str:
+def _short(line: str, limit: int = 400) -> str:
     line = printable(_LOG_PREFIX.sub("", line).strip())
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
@@ -96,41 +144,70 @@ def _fmt(v: Any, digits: int = 1) -> str:
 
 
 def results_table(outcome: SweepOutcome, spec: Spec) -> Table:
-    table = Table(title=Text(f"run {outcome.run_id}"), show_lines=False, expand=False)
-    table.add_column("#", justify="right")
-    table.add_column("flags")
-    table.add_column("verdict")
-    table.add_column("category / decisive line", overflow="fold", max_width=70)
-    table.add_column("decode tok/s", justify="right")
-    table.add_column("TTFT p50 ms", justify="right")
-    table.add_column("out tok/s", justify="right")
+    """One row per trial in short flag names; every cell wraps, none is cut to an ellipsis.
+
+    The decisive line of each failure is printed under the table (``trial_details``), where
+    it has the whole width: inside an 80-column table it would be a column of fragments.
+    """
+    legend = flag_legend(spec)
+    table = Table(
+        title=Text(f"run {outcome.run_id}"),
+        caption=_legend_caption(legend),
+        caption_justify="left",
+        show_lines=False,
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        padding=(0, 1),
+    )
+    table.add_column("#", justify="right", overflow="fold")
+    table.add_column("flags", overflow="fold", ratio=2)
+    table.add_column("verdict", overflow="fold", ratio=2)
+    table.add_column("dec t/s", justify="right", overflow="fold")
+    table.add_column("TTFT ms", justify="right", overflow="fold")
+    table.add_column("out t/s", justify="right", overflow="fold")
+    table.add_column("CPU", justify="right", overflow="fold")
     winner = outcome.winner.trial_id if outcome.winner else None
     for i, r in enumerate(outcome.results, 1):
         status = r.status.value + (" *" if r.trial_id == winner else "")
-        cat = Text("")
+        verdict = Text(status, STYLE.get(r.status.value, "white"))
         if r.failure:
-            line = r.failure.evidence[0] if r.failure.evidence else (r.failure.detail or "")
-            cat = Text(f"{r.failure.category.value} ({r.failure.stage.value}): {_short(line)}")
-        elif r.note:
-            cat = Text(printable(r.note), "dim")
+            verdict += Text(f" {r.failure.category.value}")
         table.add_row(
             str(i),
-            Text(_flags(r.flags, spec)),
-            Text(status, STYLE.get(r.status.value, "white")),
-            cat,
+            Text(_short_flags(r.flags, legend, spec)),
+            verdict,
             _fmt(r.metrics.get("decode_tok_s_single")),
             _fmt(r.metrics.get("ttft_p50_ms")),
             _fmt(r.metrics.get("output_tok_s")),
+            cpu_left_cell(r.contention),
         )
     return table
 
 
+def trial_details(outcome: SweepOutcome) -> list[str]:
+    """Per row of the table with something to say: the failure's stage and decisive line."""
+    lines = []
+    for i, r in enumerate(outcome.results, 1):
+        if r.failure:
+            line = r.failure.evidence[0] if r.failure.evidence else (r.failure.detail or "")
+            lines.append(
+                f"{i:>3}. {r.failure.category.value} ({r.failure.stage.value}): {_short(line)}"
+            )
+        elif r.status is Status.UNCHECKED:
+            lines.append(f"{i:>3}. unchecked: accuracy not judged, the reference failed")
+        elif r.note:
+            lines.append(f"{i:>3}. {printable(r.note)}")
+    return lines
+
+
 def print_outcome(console: Console, outcome: SweepOutcome, spec: Spec) -> None:
+    ref_failed = reference_failure(outcome.results, spec)
+    if ref_failed:  # said first: every accuracy verdict below depends on it
+        console.print(Text(printable(ref_failed), "bold red"))
     console.print(results_table(outcome, spec))
-    counts: dict[str, int] = {}
-    for r in outcome.results:
-        counts[r.status.value] = counts.get(r.status.value, 0) + 1
-    console.print(Text("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))))
+    for line in trial_details(outcome):
+        console.print(Text(line))
+    console.print(Text("verdicts: " + verdict_counts(outcome.results)))
     groups: dict[tuple[str | None, str], int] = {}
     for p in outcome.planner.pruned:
         key = (p.by_trial, _short(p.reason.splitlines()[0] if p.reason else ""))
@@ -140,8 +217,10 @@ def print_outcome(console: Console, outcome: SweepOutcome, spec: Spec) -> None:
         console.print(Text(f"pruned {n} configuration{'s' * (n != 1)}{by}: {reason}", "dim"))
     for note in outcome.planner.notes:
         console.print(Text(f"note: {printable(note)}", "dim"))
+    for warning in contention_warnings([(r.trial_id, r.contention) for r in outcome.results]):
+        console.print(Text.assemble(("warning:", "yellow"), f" {printable(warning)}"))
     if outcome.winner is None:
-        console.print(Text("no configuration passed every stage", "bold red"))
+        console.print(Text(printable(no_winner_reason(outcome.results, spec)), "bold red"))
         return
     win = next(r for r in outcome.results if r.trial_id == outcome.winner.trial_id)
     console.print(

@@ -39,6 +39,7 @@ class TrialJob:
     reference: ReferenceAnswers | None = None
     collect_reference: bool = False  # this trial's answers become the reference
     may_reuse: bool = False  # a verdict stored for the same launch may stand for this one
+    decode_tok_s: float | None = None  # measured on the reference: sizes request timeouts
 
 
 @dataclass

@@ -56,6 +56,8 @@ class LocalExecutor:
             on_stage=job.sink.stage,
             api_key=self.api_key,
             on_process=launched.tracker(self.store, self.run_id, job.trial_id),
+            decode_tok_s=job.decode_tok_s,
+            timeout_scale=job.planned.timeout_scale,
         )
         try:
             trial = await run_trial(ctx, job.planned, job.trial_id)

@@ -30,7 +30,8 @@ from bringup.plan.winner import Winner, choose_winner
 from bringup.spec import Config, Spec
 from bringup.verdict import TrialResult
 
-Purpose = Literal["reference", "explore", "short_bench", "full_bench", "repeat"]
+# "retry": a second look after a transient failure (plan.retry), never a planner's own
+Purpose = Literal["reference", "explore", "short_bench", "full_bench", "repeat", "retry"]
 # first looks at a configuration: one result per configuration answers them all
 FIRST_LOOK: tuple[Purpose, ...] = ("explore", "reference")
 
@@ -40,6 +41,7 @@ class PlannedTrial:
     config: Config
     purpose: Purpose = "explore"
     bench_scale: float = 1.0  # fraction of the spec's benchmark (successive halving)
+    timeout_scale: float = 1.0  # a retry after a slow response waits proportionally longer
 
 
 @dataclass
@@ -203,10 +205,29 @@ class SweepPlanner:
             self._steps.close()
         best = self.best()
         self.notes.append(
-            f"{why}; best proven so far: {best.trial_id} ({best.reason})"
+            f"{why}; best proven so far: {best.trial_id} ({best.reason}); {self._not_done()}"
             if best
-            else f"{why}; no configuration proven yet"
+            else f"{why}; no configuration proven yet; {self._not_done()}"
         )
+
+    def _not_done(self) -> str:
+        """What a budget stop left undone: untried configurations, repeats of the best."""
+        tried = {config_key(p.config) for p, _ in self._observed} | set(self._first_looks)
+        untried = max(0, len(self.spec.configs()) - len(tried) - len(self.pruned))
+        parts = [f"{untried} configuration(s) untried"]
+        measured: dict[Any, int] = {}
+        for planned, result in self._observed:
+            if result.passed and planned.bench_scale >= 1.0:
+                key = config_key(planned.config)
+                measured[key] = measured.get(key, 0) + 1
+        repeated = sum(1 for n in measured.values() if n >= 2)
+        top = self.spec.plan.repeat_top
+        if top and repeated < min(top, len(measured)):
+            parts.append(
+                f"repeats of the best {top} (plan.repeat_top) not run: "
+                f"{repeated} configuration(s) measured more than once"
+            )
+        return "not done: " + ", ".join(parts)
 
 
 def _elapsed(result: TrialResult) -> float:

@@ -19,6 +19,10 @@ departure: that value alone. Nothing named: the configuration's departures.
 - ``garbage_output``, ``wrong_answer``, ``runtime_crash``, ``startup_timeout_or_hang``,
   ``model_incompatible``: the culprit value(s); with several departures and none named,
   the configurations holding that whole combination.
+
+Only deterministic causes prune: a transient failure (``Failure.transient``: a request
+timed out or its connection dropped while the engine lived, ``slow_response`` and
+``stalled``) says something about the moment, not the configuration, and prunes nothing.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ NEUTRAL_CATEGORIES = {
     Category.MODEL_LOAD_FAILURE,
     Category.ERRORS_UNDER_LOAD,
 }
+TRANSIENT_CATEGORIES = {Category.SLOW_RESPONSE, Category.STALLED}
 
 
 @dataclass
@@ -122,7 +127,7 @@ def rule_from(
     if failure is None:
         return None
     cat = failure.category
-    if cat in NEUTRAL_CATEGORIES:
+    if failure.transient or cat in NEUTRAL_CATEGORIES or cat in TRANSIENT_CATEGORIES:
         return None
     evidence = "\n".join([*failure.evidence, failure.detail or ""])
     dep = space.departures(config)

@@ -6,6 +6,14 @@ short ones (``metrics["bench_scale"] < 1``) are ignored. Each configuration gets
 interval: a t-interval over its repeats, else the trial's own ``<metric>_ci``, else the
 point. When the best configuration's interval overlaps others', the most conservative of
 them (fewest departures from the reference, most mature values) wins and the reason says so.
+
+Contention: a benchmark taken while other processes took a larger share of the CPU than
+the quietest competing measurement ran slower than it would have beside it (never
+faster). Its interval is widened towards the better side by that excess ``e`` (a
+throughput up to ``value / (1 - e)``, a latency down to ``value * (1 - e)``), so two
+configurations measured under very different contention are compared with that
+uncertainty, and the reason names the contention. Measurements under the same contention
+are compared as they are.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bringup.contention import CONTENDED_SHARE, benchmark_contention
 from bringup.plan.space import SearchSpace, config_key
 from bringup.spec import Spec
 from bringup.verdict import TrialResult
@@ -29,6 +38,8 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
 }
 # Two-sided 95% Student t quantiles by degrees of freedom (then the normal's 1.96).
 _T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
+# A share taken beyond this says nothing a widened interval could still compare.
+_MAX_TAKEN = 0.9
 
 
 @dataclass
@@ -68,8 +79,24 @@ class _Pool:
     trials: list[TrialResult]
     values: list[float]
     scale: float
+    larger: bool = True
+    excess: float = 0.0  # contention beyond the quietest competitor's (set by choose_winner)
+
+    @property
+    def taken(self) -> float:
+        """The largest share of the CPU others took while one of the pool's trials ran."""
+        shares = [c.taken_share for t in self.trials if (c := benchmark_contention(t.contention))]
+        return min(_MAX_TAKEN, max(shares, default=0.0))
 
     def interval(self, metric: str) -> tuple[float, float]:
+        lo, hi = self._measured_interval(metric)
+        if self.excess <= 0:
+            return lo, hi
+        if self.larger:
+            return lo, hi / (1.0 - self.excess)
+        return lo * (1.0 - self.excess), hi
+
+    def _measured_interval(self, metric: str) -> tuple[float, float]:
         n = len(self.values)
         mean = sum(self.values) / n
         if n >= 2:
@@ -86,7 +113,9 @@ class _Pool:
         return sum(self.values) / len(self.values)
 
 
-def _pools(results: Iterable[TrialResult], metric: str, require: list[str]) -> dict[Any, _Pool]:
+def _pools(
+    results: Iterable[TrialResult], metric: str, require: list[str], larger: bool = True
+) -> dict[Any, _Pool]:
     pools: dict[Any, _Pool] = {}
     for r in results:
         value = r.metrics.get(metric)
@@ -98,7 +127,7 @@ def _pools(results: Iterable[TrialResult], metric: str, require: list[str]) -> d
         key = config_key(r.flags)
         pool = pools.get(key)
         if pool is None or scale > pool.scale:
-            pools[key] = _Pool([r], [float(value)], scale)
+            pools[key] = _Pool([r], [float(value)], scale, larger)
         elif scale == pool.scale:
             pool.trials.append(r)
             pool.values.append(float(value))
@@ -108,9 +137,12 @@ def _pools(results: Iterable[TrialResult], metric: str, require: list[str]) -> d
 def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
     """The best passed configuration meeting the requirements, or None when none does."""
     metric, larger = objective_name(spec)
-    pools = _pools(results, metric, spec.objective.require)
+    pools = _pools(results, metric, spec.objective.require, larger)
     if not pools:
         return None
+    quietest = min(p.taken for p in pools.values())
+    for p in pools.values():
+        p.excess = p.taken - quietest
     sign = 1.0 if larger else -1.0
     ranked = sorted(pools.values(), key=lambda p: sign * p.mean, reverse=True)
     best = ranked[0]
@@ -126,7 +158,7 @@ def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
     unit = f"{metric} {value:.4g}"
     if chosen is best and not overlapping:
         reason = f"highest {unit}" if larger else f"lowest {unit}"
-        if best.interval(metric) == (best.mean, best.mean) and len(ranked) > 1:
+        if best._measured_interval(metric) == (best.mean, best.mean) and len(ranked) > 1:
             reason += " (single measurement; no interval to compare)"
     elif chosen is best:
         reason = (
@@ -138,6 +170,9 @@ def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
             f"{metric} {best.mean:.4g} of {best.trials[0].trial_id} is within noise of "
             f"{value:.4g} here (intervals overlap); chose the more conservative configuration"
         )
+    contended = _contention_note([best, *overlapping, *ranked[1:2]])
+    if contended:
+        reason += f"; {contended}"
     contenders = [p.trials[0].trial_id for p in [best, *overlapping] if p is not chosen]
     return Winner(
         trial_id=trial.trial_id,
@@ -146,6 +181,19 @@ def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
         interval=chosen.interval(metric),
         reason=reason,
         contenders=contenders,
+    )
+
+
+def _contention_note(pools: list[_Pool]) -> str:
+    """Say so when the compared measurements ran under very different contention."""
+    seen = {id(p): p for p in pools}.values()
+    taken = sorted(((p.taken, p.trials[0].trial_id) for p in seen), reverse=True)
+    if len(taken) < 2 or taken[0][0] - taken[-1][0] < CONTENDED_SHARE:
+        return ""
+    parts = ", ".join(f"{tid} {share:.0%}" for share, tid in taken)
+    return (
+        f"measured under different CPU contention (share others took: {parts}); "
+        "intervals widened by it, re-measure on a quieter machine to separate them"
     )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from bringup.contention import contention_warnings, cpu_left_cell
 from bringup.files import replace_file
 from bringup.report.model import KEY_FIGURES, RunReport, levels
 from bringup.report.plots import latency_svg, throughput_svg
@@ -130,6 +131,10 @@ def render_html(report: RunReport) -> str:
             passed=report.passed(),
             failures=report.failures(),
             key_figures=KEY_FIGURES,
+            cpu_left=lambda t: cpu_left_cell(t.contention),
+            contention_warnings=contention_warnings(
+                [(short_id(t.id, report.run_id), t.contention) for t in report.trials]
+            ),
             levels=levels,
             bad_outputs=_bad_outputs,
             throughput=Markup(tp) if tp else None,  # matplotlib output; its labels are escaped

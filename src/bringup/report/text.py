@@ -2,17 +2,18 @@
 
 Verdict counts, the winner, the top passing configurations with their key figures, one
 example per failure category (evidence line and remedy), pruned configurations and what
-pruned them, the fingerprint and the engine version.
+pruned them, benchmarks taken under CPU contention, the fingerprint and the engine version.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from bringup.contention import contention_warnings, cpu_left_cell
 from bringup.report.model import KEY_FIGURES, RunReport
 
 TOP = 5
-STATUS_ORDER = ("passed", "failed", "interrupted", "running", "skipped", "pruned")
+STATUS_ORDER = ("passed", "unchecked", "failed", "interrupted", "running", "skipped", "pruned")
 
 
 def fmt(value: Any, digits: int = 1) -> str:
@@ -84,19 +85,31 @@ def render_text(report: RunReport) -> str:
     passed = report.passed()
     if passed:
         lines += ["", f"top configurations (by {report.objective}):"]
-        header = ["trial", "configuration", *(name for _, name in KEY_FIGURES), "ready s"]
+        header = [
+            "trial",
+            "configuration",
+            *(name for _, name in KEY_FIGURES),
+            "ready s",
+            "CPU left",
+        ]
         rows = [
             [
                 short_id(t.id, rid) + (" *" if win is not None and t.id == win.id else ""),
                 report.label(t.flags),
                 *(fmt(t.metrics.get(key)) for key, _ in KEY_FIGURES),
                 fmt(t.timings.get("ready_s")),
+                cpu_left_cell(t.contention),
             ]
             for t in passed[:TOP]
         ]
         lines += table(header, rows)
         if len(passed) > TOP:
             lines.append(f"  ... and {len(passed) - TOP} more passing")
+
+    warnings = contention_warnings([(short_id(t.id, rid), t.contention) for t in report.trials])
+    if warnings:
+        lines += ["", "contention (CPU others took while benchmarks ran):"]
+        lines += [f"  warning: {w}" for w in warnings]
 
     failures = report.failures()
     if failures:

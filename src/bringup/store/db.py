@@ -173,8 +173,9 @@ class Store:
             " engine_version,"
             " purpose, flags_json, status, stage, category, evidence_json, remedy, detail,"
             " timings_json, metrics_json, checks_json, chosen_json, command_json, port, pid,"
-            " log_path, note, reused_from, started, updated, host, health_path)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+            " log_path, note, reused_from, started, updated, host, health_path,"
+            " contention_json, transient)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
             " ON CONFLICT(id) DO UPDATE SET status=excluded.status, stage=excluded.stage,"
             " category=excluded.category, evidence_json=excluded.evidence_json,"
             " remedy=excluded.remedy, detail=excluded.detail, timings_json=excluded.timings_json,"
@@ -182,7 +183,8 @@ class Store:
             " chosen_json=excluded.chosen_json, command_json=excluded.command_json,"
             " port=excluded.port, pid=excluded.pid, log_path=excluded.log_path,"
             " note=excluded.note, updated=excluded.updated, host=excluded.host,"
-            " health_path=excluded.health_path",
+            " health_path=excluded.health_path, contention_json=excluded.contention_json,"
+            " transient=excluded.transient",
             (
                 result.trial_id,
                 run_id,
@@ -213,14 +215,18 @@ class Store:
                 now,
                 result.host,
                 result.health_path,
+                json.dumps({k: c.model_dump() for k, c in result.contention.items()}),
+                int(bool(f and f.transient)),
             ),
         )
 
     def decided(self, cfg_key: str, fingerprint_key: str) -> TrialResult | None:
-        """The latest passed/failed verdict for this configuration on this fingerprint."""
+        """The latest passed/failed verdict for this configuration on this fingerprint.
+
+        A transient failure (a timeout on a loaded machine) decides nothing: it is re-run."""
         row = self.db.execute(
             "SELECT * FROM trials WHERE config_key=? AND fingerprint_key=? AND status IN (?,?)"
-            " AND reused_from IS NULL ORDER BY updated DESC LIMIT 1",
+            " AND reused_from IS NULL AND transient = 0 ORDER BY updated DESC LIMIT 1",
             (cfg_key, fingerprint_key, *DECIDED),
         ).fetchone()
         return TrialRow.from_row(row).to_result() if row else None

@@ -117,7 +117,23 @@ def m003_launched(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
-MIGRATIONS: list[Migration] = [m001_initial, m002_launch_address, m003_launched]
+def m004_trial_contention(db: sqlite3.Connection) -> None:
+    """The CPU left to each trial while it ran (see bringup.contention)."""
+    db.execute("ALTER TABLE trials ADD COLUMN contention_json TEXT NOT NULL DEFAULT '{}'")
+
+
+def m005_failure_transient(db: sqlite3.Connection) -> None:
+    """Whether a failure was an accident of the moment (retried, never reused or pruning)."""
+    db.execute("ALTER TABLE trials ADD COLUMN transient INTEGER NOT NULL DEFAULT 0")
+
+
+MIGRATIONS: list[Migration] = [
+    m001_initial,
+    m002_launch_address,
+    m003_launched,
+    m004_trial_contention,
+    m005_failure_transient,
+]
 KNOWN = {m.__name__ for m in MIGRATIONS}
 
 

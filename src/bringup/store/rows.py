@@ -15,6 +15,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
+from bringup.contention import Contention, from_stored
 from bringup.verdict import Category, Failure, Stage, Status, TrialResult
 
 _JSON_DEFAULTS: dict[str, Any] = {
@@ -64,6 +65,8 @@ class TrialRow:
     started: float = 0.0
     updated: float = 0.0
     fingerprint: dict[str, Any] = field(default_factory=dict)  # the run's, where joined
+    contention: dict[str, Contention] = field(default_factory=dict)  # see bringup.contention
+    transient: bool = False  # the failure was an accident of the moment
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> TrialRow:
@@ -71,6 +74,8 @@ class TrialRow:
         for key, default in _JSON_DEFAULTS.items():
             d[key] = _loads(d.pop(f"{key}_json", None), type(default)())
         d["fingerprint"] = _loads(d.pop("fingerprint_json", None), {})
+        d["contention"] = from_stored(_loads(d.pop("contention_json", None), {}))
+        d["transient"] = bool(d.get("transient"))
         d["status"] = Status(d["status"])
         d["stage"] = Stage(d["stage"])
         d["category"] = Category(d["category"]) if d.get("category") else None
@@ -90,6 +95,7 @@ class TrialRow:
                 evidence=self.evidence,
                 remedy=self.remedy,
                 detail=self.detail,
+                transient=self.transient,
             )
         return TrialResult(
             trial_id=self.id,
@@ -108,6 +114,7 @@ class TrialRow:
             checks=self.checks,
             chosen=self.chosen,
             note=self.note,
+            contention=self.contention,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -115,6 +122,7 @@ class TrialRow:
         d = dataclasses.asdict(self)
         d["status"], d["stage"] = self.status.value, self.stage.value
         d["category"] = self.category.value if self.category else None
+        d["contention"] = {k: c.model_dump() for k, c in self.contention.items()}
         if not self.fingerprint:
             d.pop("fingerprint")
         return d

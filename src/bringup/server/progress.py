@@ -1,0 +1,119 @@
+"""Slow is not dead: judge a request that got no answer by what the engine did meanwhile.
+
+- the process is gone: its exit and log decide (the classifier), as for any exit;
+- the server answered 5xx: ``runtime_crash``; it failed the request itself;
+- timed out, or the connection dropped, while the process lives: its progress is sampled
+  over a short window (CPU time its process tree used, log growth). Progress is
+  ``slow_response``, none is ``stalled``. Both are transient: the sweep retries the
+  configuration once and they never prune others (a loaded machine is not a property of
+  the configuration).
+
+How long to wait comes from measured speed, not a constant: ``request_timeout_s`` is the
+tokens a check asks for over the decode rate measured on the reference, times a margin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from bringup.verdict import Category
+
+# A check request waits this many times what the reference's measured speed needs.
+TIMEOUT_MARGIN = 10.0
+# Nothing measured yet (the reference's own first look), or a rate measured as 0.
+FIRST_LOOK_TIMEOUT_S = 120.0
+# Below this a request cannot carry its HTTP round trip and prompt on a loaded machine.
+MIN_TIMEOUT_S = 10.0
+# A process tree using a twentieth of a core is computing, not waiting on a lock.
+PROGRESS_CPU_SHARE = 0.05
+SAMPLE_WINDOW_S = 2.0
+
+
+def request_timeout_s(max_tokens: int, decode_tok_s: float | None) -> float:
+    """Per-request timeout for ``max_tokens`` at the measured decode rate (tokens/s)."""
+    if not decode_tok_s or decode_tok_s <= 0:
+        return FIRST_LOOK_TIMEOUT_S
+    return max(MIN_TIMEOUT_S, TIMEOUT_MARGIN * max_tokens / decode_tok_s)
+
+
+def request_failure_kind(message: str) -> str:
+    """``timeout`` | ``connection`` | ``server_error`` | ``other`` for a RequestError text."""
+    if "timed out" in message:
+        return "timeout"
+    if "no response" in message:
+        return "connection"
+    if " answered 5" in message:
+        return "server_error"
+    return "other"
+
+
+@dataclass
+class Progress:
+    cpu_s: float
+    log_bytes: int
+    window_s: float
+    evidence: list[str] = field(default_factory=list)
+
+    @property
+    def progressing(self) -> bool:
+        return self.log_bytes > 0 or self.cpu_s >= PROGRESS_CPU_SHARE * self.window_s
+
+
+def _tree_cpu_s(pid: int) -> float:
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = 0.0
+    for p in procs:
+        try:
+            t = p.cpu_times()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        total += t.user + t.system
+    return total
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+async def sample_progress(pid: int, log_path: Path, window_s: float = SAMPLE_WINDOW_S) -> Progress:
+    """What the engine's process tree and log did over ``window_s`` seconds from now."""
+    cpu0, size0, t0 = _tree_cpu_s(pid), _size(log_path), time.monotonic()
+    await asyncio.sleep(window_s)
+    cpu, grown = _tree_cpu_s(pid) - cpu0, _size(log_path) - size0
+    wall = time.monotonic() - t0
+    p = Progress(round(cpu, 3), grown, round(wall, 3))
+    p.evidence.append(
+        f"over {wall:.1f} s after the failure the engine used {cpu:.2f} CPU-s "
+        f"and wrote {grown} log bytes"
+    )
+    return p
+
+
+def judge_no_answer(kind: str, progress: Progress | None) -> tuple[Category, bool, str]:
+    """Category, transient, and one sentence for a request a live engine did not answer."""
+    if kind not in ("timeout", "connection"):
+        what = "answered the request with 5xx" if kind == "server_error" else "failed a request"
+        return Category.RUNTIME_CRASH, False, f"the engine is up but {what}"
+    if progress is not None and progress.progressing:
+        return (
+            Category.SLOW_RESPONSE,
+            True,
+            "the engine is alive and still working, only slower than the request timeout",
+        )
+    return (
+        Category.STALLED,
+        True,
+        "the engine is alive but made no progress (no CPU used, no log written)",
+    )
