@@ -32,6 +32,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("bringup.cli.report_cmd", "report"),
     ("bringup.cli.deploy_cmd", "deploy"),
     ("bringup.cli.watch_cmd", "watch"),
+    ("bringup.cli.profile_cmd", "profile"),
 ]
 
 
