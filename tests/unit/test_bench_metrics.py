@@ -6,7 +6,14 @@ import statistics
 
 import pytest
 
-from bringup.bench.metrics import Distribution, Interval, percentile, window_figures
+from bringup.bench.metrics import (
+    Distribution,
+    Interval,
+    coalesced_share,
+    distributions,
+    percentile,
+    window_figures,
+)
 from bringup.bench.records import RequestRecord
 
 
@@ -58,3 +65,31 @@ def test_window_counts_good_tokens_over_first_send_to_last_end() -> None:
     assert (w.completed, w.failed) == (2, 1)
     assert w.ttft_p50_ms == pytest.approx(100.0)
     assert w.itl_p50_ms == pytest.approx(10.0)
+
+
+def test_client_delay_and_coalesced_share_and_the_late_load_note() -> None:
+    from bringup.bench.report import level_result, load_notes
+
+    recs = [_rec(i, float(i), float(i) + 1.0, 4) for i in range(10)]
+    for r in recs:
+        r.left = r.sent + 0.0002  # 0.2 ms to get each request out
+        r.event_reads = [0, 1, 1, 2]  # the 2nd and 3rd events came in one read
+    lat = distributions(recs, open_loop=False)
+    assert lat["client_delay_ms"].p99 == pytest.approx(0.2)
+    assert coalesced_share(recs) == pytest.approx(1 / 4)
+    level = level_result(
+        "concurrency", 4.0, [window_figures(recs)], recs, asked_tokens=4, samples=0,
+        error_examples={}, arrival_clock="kernel",
+    )  # fmt: skip
+    assert level.flat()["coalesced_share"] == pytest.approx(0.25)
+    notes = load_notes([level])
+    assert notes == ["arrival times: the kernel's receive stamps (SO_TIMESTAMPNS)"]
+    for r in recs[:2]:
+        r.left = r.sent + 0.05  # two requests 50 ms late: p99 over 10 ms
+    late = level_result(
+        "concurrency", 4.0, [window_figures(recs)], recs, asked_tokens=4, samples=0,
+        error_examples={}, arrival_clock="client",
+    )  # fmt: skip
+    notes = load_notes([late])
+    assert "client's own clock" in notes[0]
+    assert notes[1].startswith("c4: the client got requests out late")

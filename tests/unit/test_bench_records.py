@@ -78,12 +78,41 @@ def test_event_split_across_reads_is_timed_by_the_read_that_completes_it() -> No
     assert rec.ttft == pytest.approx(0.3)
 
 
-def test_events_in_one_read_share_its_timestamp() -> None:
+def test_events_in_one_read_share_its_timestamp_and_no_itl_between_them() -> None:
     reads = [(10.2, _text(" a") + _text(" b") + _text(" c", "length") + b"data: [DONE]\n\n")]
     rec = _record()
     parse_stream(rec, reads)
     assert rec.event_times == [10.2, 10.2, 10.2]
-    assert rec.itls() == [0.0, 0.0]
+    assert rec.coalesced() == 2
+    assert rec.itls() == []  # never a zero gap between events that came together
+
+
+def test_a_coalesced_read_shares_the_gap_since_the_previous_read() -> None:
+    # chunked bodies: one socket read yields one body piece per chunk, all with its stamp
+    reads = [
+        (10.1, _text(" a")),
+        (10.3, _text(" b")),
+        (10.3, _text(" c")),
+        (10.3, _text(" d")),
+        (10.4, _text(" e", "length") + b"data: [DONE]\n\n"),
+    ]
+    rec = _record()
+    parse_stream(rec, reads)
+    assert rec.event_reads == [0, 1, 1, 1, 2]
+    assert rec.coalesced() == 2
+    assert rec.itls() == pytest.approx([0.2 / 3] * 3 + [0.1])
+    assert sum(rec.itls()) == pytest.approx(rec.event_times[-1] - rec.event_times[0])
+
+
+def test_ttft_runs_from_when_the_request_left_and_the_wait_before_is_client_delay() -> None:
+    rec = _record()  # set out to send at 10.0
+    rec.left = 10.04  # the last byte went to the kernel 40 ms later
+    parse_stream(rec, [(10.3, _text(" a", "length", t_recv=10.05) + b"data: [DONE]\n\n")])
+    assert rec.ttft == pytest.approx(0.26)
+    assert rec.client_delay == pytest.approx(0.04)
+    assert rec.server_received == pytest.approx(10.05)
+    unsent = _record()
+    assert unsent.client_delay is None and unsent.start == unsent.sent
 
 
 def test_chat_deltas_crlf_and_keepalive_comments() -> None:

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from bringup.bench.stream_http import StreamError, StreamPool
+from bringup.bench.stream_http import Exchange, StreamError, StreamPool
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -57,9 +57,9 @@ async def test_keep_alive_connection_is_reused_and_the_head_is_well_formed() -> 
 
     async with raw_server(handler) as (url, conns), StreamPool(url, {"X-A": "1"}) as pool:
         for _ in range(3):
-            reads: list[tuple[float, bytes]] = []
-            assert await pool.post(b'{"k":1}', reads, 5.0) == 200
-            assert b"".join(b for _, b in reads) == b"hello"
+            ex = Exchange()
+            assert await pool.post(b'{"k":1}', ex, 5.0) == 200
+            assert b"".join(b for _, b in ex.reads) == b"hello"
     assert len(conns) == 1  # one connection carried all three
     assert seen[0].startswith(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:")
     assert b"\r\nX-A: 1\r\nContent-Length: 7\r\n\r\n" in seen[0]
@@ -76,8 +76,9 @@ async def test_body_delimited_by_close_ends_normally() -> None:
         await writer.drain()
 
     async with raw_server(handler) as (url, _), StreamPool(url, {}) as pool:
-        reads: list[tuple[float, bytes]] = []
-        assert await pool.post(b"{}", reads, 5.0) == 200
+        ex = Exchange()
+        assert await pool.post(b"{}", ex, 5.0) == 200
+    reads = ex.reads
     assert b"".join(b for _, b in reads) == b"data: a\n\ndata: b\n\n"
     assert len(reads) == 2 and reads[1][0] - reads[0][0] >= 0.04  # stamped per read
 
@@ -89,11 +90,12 @@ async def test_cut_chunked_body_is_a_disconnect_not_a_stale_retry() -> None:
         await writer.drain()
 
     async with raw_server(handler) as (url, _), StreamPool(url, {}) as pool:
-        reads: list[tuple[float, bytes]] = []
+        ex = Exchange()
         with pytest.raises(StreamError) as err:
-            await pool.post(b"{}", reads, 5.0)
+            await pool.post(b"{}", ex, 5.0)
     assert err.value.kind == "disconnect" and not err.value.stale
-    assert reads and reads[0][1] == b"hello"
+    assert ex.reads and ex.reads[0][1] == b"hello"
+    assert ex.left > 0  # the request had left before the response broke off
 
 
 async def test_garbage_response_is_a_client_error() -> None:
@@ -105,7 +107,7 @@ async def test_garbage_response_is_a_client_error() -> None:
 
     async with raw_server(handler) as (url, _), StreamPool(url, {}) as pool:
         with pytest.raises(StreamError) as err:
-            await pool.post(b"{}", [], 5.0)
+            await pool.post(b"{}", Exchange(), 5.0)
     assert err.value.kind == "client_error" and "bad HTTP response" in str(err.value)
 
 
@@ -117,11 +119,11 @@ async def test_close_of_an_idle_connection_makes_the_next_request_stale() -> Non
         await reader.read(1)  # the next request's first byte: drop it unanswered
 
     async with raw_server(handler) as (url, _), StreamPool(url, {}) as pool:
-        assert await pool.post(b"{}", [], 5.0) == 200
+        assert await pool.post(b"{}", Exchange(), 5.0) == 200
         with pytest.raises(StreamError) as err:
-            await pool.post(b"{}", [], 5.0)
+            await pool.post(b"{}", Exchange(), 5.0)
         assert err.value.stale  # reused, and not one response byte came back
-        assert await pool.post(b"{}", [], 5.0) == 200  # a fresh connection
+        assert await pool.post(b"{}", Exchange(), 5.0) == 200  # a fresh connection
 
 
 def test_only_http_urls() -> None:
@@ -143,7 +145,7 @@ async def test_a_server_that_closes_after_each_response_stops_reuse() -> None:
         for _ in range(6):
             while True:
                 try:
-                    assert await pool.post(b"{}", [], 5.0) == 200
+                    assert await pool.post(b"{}", Exchange(), 5.0) == 200
                     break
                 except StreamError as exc:
                     assert exc.stale

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import psutil
@@ -34,3 +35,8 @@ def test_step_cost_is_measured_and_slack_scales_with_it() -> None:
     step = step_cost_s(samples=1)
     assert 0 < step < 60
     assert Slack(step)(10) == 10 * step
+
+
+def test_hogs_can_run_beneath_the_callers_priority() -> None:
+    with cpu_hogs(1, niceness=5) as hogs:
+        assert psutil.Process(hogs.pids[0]).nice() == os.nice(0) + 5

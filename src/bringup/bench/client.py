@@ -1,13 +1,13 @@
-"""The streaming HTTP client: one POST per request, raw reads stamped on receipt.
+"""The streaming HTTP client: one POST per request, raw reads stamped on arrival.
 
 :func:`send` writes an OpenAI-compatible ``/v1/completions`` or ``/v1/chat/completions``
 request with ``stream: true`` and ``stream_options.include_usage``, then records the body as
-``(monotonic(), bytes)`` pieces; no SSE or JSON parsing happens until the stream ends.
+``(arrival, bytes)`` pieces; no SSE or JSON parsing happens until the stream ends.
 
-Hot path: streamed requests go through :mod:`bringup.bench.stream_http`, one asyncio
-protocol per keep-alive connection that stamps each socket read before parsing it and hands
-the decoded body pieces straight to a list; no future is resolved and no task wakes per
-event, so the stamp is taken before any queueing in the event loop. Other requests (model
+Hot path: streamed requests go through :mod:`bringup.bench.stream_http`, which reads each
+keep-alive socket from a loop reader, stamps each read with the kernel's receive time (the
+client's own clock where the platform has none) and hands the decoded body pieces straight
+to a list; no future is resolved and no task wakes per event. Other requests (model
 list, tokenizer, sentinels) use an aiohttp session from :func:`make_session`.
 Options that pin the output length (``ignore_eos``, ``min_tokens``) are sent unless the
 server refused them at preparation (see :mod:`bringup.bench.prompts`).
@@ -25,7 +25,7 @@ import orjson
 from bringup.bench.config import BenchConfig
 from bringup.bench.records import ParseQueue, RequestRecord, now, parse_stream
 from bringup.bench.stall import StallError, StallWatch
-from bringup.bench.stream_http import StreamError, StreamPool, server_address
+from bringup.bench.stream_http import Exchange, StreamError, StreamPool, server_address
 from bringup.errors import BringupError, RequestError
 
 _READ_BUFSIZE = 1 << 18  # large reads: fewer wake-ups when many events are queued
@@ -139,9 +139,9 @@ def endpoint_url(base_url: str, cfg: BenchConfig) -> str:
     return api_url(base_url, "chat/completions" if cfg.endpoint == "chat" else "completions")
 
 
-def stream_pool(base_url: str, cfg: BenchConfig) -> StreamPool:
+def stream_pool(base_url: str, cfg: BenchConfig, *, kernel_stamps: bool = True) -> StreamPool:
     """Keep-alive connections for the benchmark's streamed requests to ``base_url``."""
-    return StreamPool(endpoint_url(base_url, cfg), _headers(cfg))
+    return StreamPool(endpoint_url(base_url, cfg), _headers(cfg), kernel_stamps=kernel_stamps)
 
 
 async def send(
@@ -154,21 +154,25 @@ async def send(
 ) -> str | None:
     """Stream one request into ``rec``; returns an error body excerpt when it failed.
 
-    A request that fails before any response byte on a reused connection the server had
-    already closed (llama-server closes after each streamed response without saying so) is
-    sent again on another one; ``rec.retries`` counts that. The server never answered it,
-    so it is not an error under load. With a ``parser``, the body is queued there and parsed
-    later (see ``ParseQueue``); without one it is parsed before returning. With a
-    ``watch``, a stream that goes silent too long ends as error ``stall``.
+    ``rec.sent`` is when the client set out to send (the attempt the server answers is the
+    one timed), ``rec.left`` when the request's last byte was handed to the kernel; TTFT
+    and E2E run from ``left``. A request that fails before any response byte on a reused
+    connection the server had already closed (llama-server closes after each streamed
+    response without saying so) is sent again on another one; ``rec.retries`` counts that.
+    The server never answered it, so it is not an error under load. With a ``parser``, the
+    body is queued there and parsed later (see ``ParseQueue``); without one it is parsed
+    before returning. With a ``watch``, a stream that goes silent too long ends as error
+    ``stall``.
     """
-    reads: list[tuple[float, bytes]] = []
+    exchange = Exchange()
+    reads = exchange.reads
     detail: str | None = None
     deadline = now() + timeout_s
     while True:
-        rec.sent = now()  # the attempt the server answers is the one timed
+        rec.sent = now()
         rec.error = detail = None
         try:
-            rec.status = await pool.post(body, reads, deadline - now(), watch)
+            rec.status = await pool.post(body, exchange, deadline - now(), watch)
         except TimeoutError:
             rec.error = "timeout"
         except StallError as exc:
@@ -179,6 +183,7 @@ async def send(
                 continue
             rec.error, detail = exc.kind, str(exc)[:300]
         break
+    rec.left = exchange.left
     if rec.status not in (0, 200):
         rec.error = f"http_{rec.status}"
         detail = b"".join(piece for _, piece in reads)[:300].decode("utf-8", "replace")

@@ -37,12 +37,15 @@ class LevelRun:
     records: list[RequestRecord] = field(default_factory=list)
     error_examples: dict[str, str] = field(default_factory=dict)
     stalled: bool = False
+    arrival_clock: str = "none"  # what stamped arrivals (StreamPool.arrival_clock)
 
     def merge(self, other: LevelRun) -> None:
         self.records.extend(other.records)
         self.stalled = self.stalled or other.stalled
         for k, v in other.error_examples.items():
             self.error_examples.setdefault(k, v)
+        clocks = {self.arrival_clock, other.arrival_clock} - {"none"}
+        self.arrival_clock = clocks.pop() if len(clocks) == 1 else "mixed" if clocks else "none"
 
 
 def _share(total: int, shard: tuple[int, int]) -> int:

@@ -1,7 +1,10 @@
 """Percentiles, distributions and confidence intervals over request records.
 
 Percentiles interpolate linearly between order statistics (numpy's default "linear"
-method). Latencies are reported in milliseconds, rates per second. The interval across
+method). Latencies are reported in milliseconds, rates per second. ``client_delay_ms`` is
+how long the client took to get a request out once it set out to send it (see
+``RequestRecord.client_delay``); ``coalesced_share`` how many events came in a read together
+with the event before them, so that no gap between them could be seen. The interval across
 repeats is mean ± t(0.975, n-1) · s / sqrt(n), Student's t from a table of its quantiles.
 """
 
@@ -140,6 +143,9 @@ def distributions(records: Sequence[RequestRecord], *, open_loop: bool) -> dict[
         "tpot_ms": Distribution.of((t for r in good if (t := r.tpot()) is not None), _MS),
         "e2e_ms": Distribution.of((r.e2e for r in good), _MS),
         "queue_ms": Distribution.of((r.sent - r.dispatched for r in records), _MS),
+        "client_delay_ms": Distribution.of(
+            (d for r in records if (d := r.client_delay) is not None), _MS
+        ),
         "decode_tok_s": Distribution.of(d for r in good if (d := r.decode_tok_s()) is not None),
         "output_tokens": Distribution.of(float(r.output_tokens) for r in good),
         "client_lag_ms": Distribution.of((x for r in records for x in r.client_lag), _MS),
@@ -149,3 +155,10 @@ def distributions(records: Sequence[RequestRecord], *, open_loop: bool) -> dict[
             (r.dispatched - r.scheduled for r in records), _MS
         )
     return {k: v for k, v in named.items() if v is not None}
+
+
+def coalesced_share(records: Sequence[RequestRecord]) -> float:
+    """Share of good requests' events that arrived in one read with the event before them."""
+    good = [r for r in records if r.ok]
+    events = sum(len(r.event_times) for r in good)
+    return sum(r.coalesced() for r in good) / events if events else 0.0

@@ -1,8 +1,15 @@
 """One request's timing record, and the SSE parse that fills it after the stream ends.
 
-The hot path only appends ``(receipt time, raw bytes)`` per socket read; :func:`parse_stream`
-runs once the response is complete. An event is timed by the read that completed it, so
-events that arrived in one read share one timestamp (the client really saw them together).
+The hot path only appends ``(arrival time, raw bytes)`` per socket read (the kernel's
+receive time where the platform offers it, see :mod:`bringup.bench.stream_http`);
+:func:`parse_stream` runs once the response is complete. An event is timed by the read that
+completed it, so events that arrived in one read share its time, that of the read's last
+segment: they are *coalesced*. ``event_reads`` keeps which read brought each event, and no
+inter-token latency is ever taken between two events of one read as if they were apart:
+the tokens of a coalesced read share the gap since the previous read.
+
+A request's TTFT and E2E run from ``left``, when its last byte was handed to the kernel;
+``left - sent`` is the client's own delay in getting it out (``client_delay``).
 
 Token attribution ("spread"): the server's ``usage.completion_tokens`` is the truth for how
 many tokens a request produced. When it exceeds the number of content-bearing events, the
@@ -12,7 +19,8 @@ carries at least one token). The gap before an event carrying ``k`` tokens then 
 
 All times are ``time.monotonic()`` seconds (CLOCK_MONOTONIC, one clock for every process of
 the host), so a server stamp ``t_send`` on an event (see ``bringup.testing.fakeserver``) can be
-subtracted from the receipt time to give the client's own lag.
+subtracted from the arrival time to give the client's lag, and a ``t_recv`` stamp (when the
+server got the request) is kept as ``server_received``.
 """
 
 from __future__ import annotations
@@ -37,16 +45,19 @@ class RequestRecord:
     scheduled: float  # when it was due (open loop) or issued (closed loop)
     dispatched: float = 0.0  # when the client got to it: lateness = dispatched - scheduled
     sent: float = 0.0  # when it got a slot and the POST began: queue = sent - dispatched
+    left: float = 0.0  # when its last byte was handed to the kernel; 0: it never left
     end: float = 0.0
     error: str | None = None
     status: int = 0
     event_times: list[float] = field(default_factory=list)  # content-bearing events
     event_tokens: list[int] = field(default_factory=list)  # tokens attributed to each
+    event_reads: list[int] = field(default_factory=list)  # which arrival (read) brought each
     output_tokens: int = 0
     prompt_tokens: int | None = None
     usage_reported: bool = False
     text: str = ""
-    client_lag: list[float] = field(default_factory=list)  # receipt - server stamp, s
+    client_lag: list[float] = field(default_factory=list)  # arrival - server stamp, s
+    server_received: float | None = None  # the server's stamp of the request's arrival
     finish_reason: str | None = None
     retries: int = 0  # re-sent once after the server had closed the pooled connection
 
@@ -55,21 +66,50 @@ class RequestRecord:
         return self.error is None
 
     @property
+    def start(self) -> float:
+        """Where TTFT and E2E start: when the request left (when it set out, if unknown)."""
+        return self.left or self.sent
+
+    @property
+    def client_delay(self) -> float | None:
+        """How long the client took from setting out to handing the last byte to the kernel."""
+        return self.left - self.sent if self.left else None
+
+    @property
     def ttft(self) -> float | None:
-        return self.event_times[0] - self.sent if self.event_times else None
+        return self.event_times[0] - self.start if self.event_times else None
 
     @property
     def e2e(self) -> float:
-        return self.end - self.sent
+        return self.end - self.start
+
+    def coalesced(self) -> int:
+        """Events that arrived in the same read as the event before them."""
+        reads = self.event_reads
+        return sum(1 for i in range(1, len(reads)) if reads[i] == reads[i - 1])
 
     def itls(self) -> list[float]:
-        """Inter-token latencies, one per token after the first event (spread attribution)."""
+        """Inter-token latencies, one per token after the first read's (spread attribution).
+
+        The tokens of all events of one read share the gap since the previous read: they
+        arrived together, so no latency is taken between them.
+        """
         out: list[float] = []
-        times, toks = self.event_times, self.event_tokens
-        for i in range(1, len(times)):
-            k = toks[i]
+        times, toks, reads = self.event_times, self.event_tokens, self.event_reads
+        n = len(times)
+        if len(reads) != n:  # built without a parse: every event its own read
+            reads = list(range(n))
+        i = 1
+        while i < n and reads[i] == reads[0]:
+            i += 1
+        while i < n:
+            j, k = i, 0
+            while j < n and reads[j] == reads[i]:
+                k += toks[j]
+                j += 1
             gap = (times[i] - times[i - 1]) / k
             out.extend([gap] * k)
+            i = j
         return out
 
     def tpot(self) -> float | None:
@@ -124,6 +164,10 @@ def parse_stream(rec: RequestRecord, reads: list[tuple[float, bytes]]) -> None:
         ends.append(total)
     buf = b"".join(parts)
     times = [t for t, _ in reads]
+    # body pieces of one socket read share its stamp: number the distinct arrivals
+    arrival = [0] * len(times)
+    for i in range(1, len(times)):
+        arrival[i] = arrival[i - 1] + (times[i] != times[i - 1])
     texts: list[str] = []
     lengths: list[int] = []
     done = False
@@ -139,7 +183,8 @@ def parse_stream(rec: RequestRecord, reads: list[tuple[float, bytes]]) -> None:
         block = buf[pos:stop]
         pos = stop + 2
         # the read that brought the event's last byte is when the client could see it
-        t = times[min(bisect_left(ends, stop + 2), len(times) - 1)]
+        read = min(bisect_left(ends, stop + 2), len(times) - 1)
+        t = times[read]
         for line in block.split(b"\n"):
             if not line.startswith(b"data:"):
                 continue  # comments (keep-alives), event:, id:
@@ -160,6 +205,9 @@ def parse_stream(rec: RequestRecord, reads: list[tuple[float, bytes]]) -> None:
             stamp = obj.get("t_send")
             if isinstance(stamp, float):
                 rec.client_lag.append(t - stamp)
+            received = obj.get("t_recv")
+            if isinstance(received, float) and rec.server_received is None:
+                rec.server_received = received
             text = ""
             for choice in obj.get("choices") or ():
                 text += _text_of(choice)
@@ -169,6 +217,7 @@ def parse_stream(rec: RequestRecord, reads: list[tuple[float, bytes]]) -> None:
                     done = True
             if text:
                 rec.event_times.append(t)
+                rec.event_reads.append(arrival[read])
                 texts.append(text)
                 lengths.append(len(text))
             usage = obj.get("usage")

@@ -14,7 +14,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bringup.bench.metrics import Distribution, Interval, WindowFigures, distributions
+from bringup.bench.metrics import (
+    Distribution,
+    Interval,
+    WindowFigures,
+    coalesced_share,
+    distributions,
+)
 
 LevelKind = Literal["concurrency", "rate"]
 
@@ -56,6 +62,8 @@ class LevelMetrics:
     prompt_tokens_mean: float | None
     repeats: list[WindowFigures] = field(default_factory=list)
     retried: int = 0  # requests re-sent after the server closed an idle pooled connection
+    coalesced_share: float = 0.0  # events that came in one read with the event before them
+    arrival_clock: str = "none"  # what stamped arrivals: kernel, client or mixed
 
     @property
     def error_rate(self) -> float:
@@ -75,6 +83,8 @@ class LevelMetrics:
             "length_mismatch": self.length_mismatch,
             "prompt_tokens_mean": self.prompt_tokens_mean,
             "retried": self.retried,
+            "coalesced_share": self.coalesced_share,
+            "arrival_clock": self.arrival_clock,
             "repeats": [vars(w) for w in self.repeats],
         }
 
@@ -108,6 +118,7 @@ class LevelResult:
             "input_tok_s": m.input_tok_s,
             "requests_s": m.requests_s,
             "error_rate": m.error_rate,
+            "coalesced_share": m.coalesced_share,
         }
         for name in _LATENCIES:
             dist = m.latency.get(name)
@@ -116,7 +127,7 @@ class LevelResult:
                 for q in ("p50", "p90", "p99"):
                     out[f"{base}_{q}_ms"] = getattr(dist, q)
                 out[f"{base}_mean_ms"] = dist.mean
-        for name in ("queue_ms", "send_lateness_ms"):
+        for name in ("queue_ms", "send_lateness_ms", "client_delay_ms"):
             dist = m.latency.get(name)
             if dist is not None:
                 out[f"{name.removesuffix('_ms')}_p99_ms"] = dist.p99
@@ -219,6 +230,39 @@ class BenchReport:
         }
 
 
+# A request the client got out this late, or a load whose requests lost this share of their
+# cycle to the client, was not the load that was asked for: a closed loop at concurrency c
+# offers c * e2e / (e2e + delay) streams, an open loop's arrivals slip by the delay.
+LATE_P99_MS = 10.0
+LATE_SHARE = 0.01
+
+
+def load_notes(levels: list[LevelResult]) -> list[str]:
+    """Notes on how arrivals were timed and on levels whose load the client did not deliver."""
+    notes: list[str] = []
+    clocks = {lv.metrics.arrival_clock for lv in levels} - {"none"}
+    if clocks == {"kernel"}:
+        notes.append("arrival times: the kernel's receive stamps (SO_TIMESTAMPNS)")
+    elif clocks:
+        notes.append(
+            f"arrival times: {'/'.join(sorted(clocks))} — where not 'kernel', reads were stamped "
+            "by the client's own clock when it got to them, so a busy client adds its delay"
+        )
+    for lv in levels:
+        delay = lv.metrics.latency.get("client_delay_ms")
+        e2e = lv.metrics.latency.get("e2e_ms")
+        if delay is None:
+            continue
+        share = delay.mean / (delay.mean + e2e.mean) if e2e and delay.mean + e2e.mean else 0.0
+        if delay.p99 > LATE_P99_MS or share > LATE_SHARE:
+            notes.append(
+                f"{lv.tag}: the client got requests out late (client delay p99 "
+                f"{delay.p99:.1f} ms, mean {delay.mean:.2f} ms = {share:.1%} of a request's "
+                "cycle): the load applied was not the load asked for"
+            )
+    return notes
+
+
 def level_result(
     kind: LevelKind,
     value: float,
@@ -228,6 +272,7 @@ def level_result(
     asked_tokens: int,
     samples: int,
     error_examples: dict[str, str],
+    arrival_clock: str = "none",
 ) -> LevelResult:
     """Pool the records of every repeat of one level into its result."""
     good = [r for r in records if r.ok]
@@ -260,6 +305,8 @@ def level_result(
         prompt_tokens_mean=sum(prompt) / len(prompt) if prompt else None,
         repeats=windows,
         retried=sum(r.retries for r in records),
+        coalesced_share=coalesced_share(records),
+        arrival_clock=arrival_clock,
     )
     errors = Counter(r.error for r in records if r.error)
     kept = sorted(good, key=lambda r: r.index)[:samples]

@@ -20,7 +20,7 @@ from bringup.bench.load import LevelRun, arrival_offsets, warm_up
 from bringup.bench.metrics import WindowFigures, window_figures
 from bringup.bench.prompts import prepare
 from bringup.bench.records import RequestRecord, now
-from bringup.bench.report import BenchReport, LevelResult, level_result
+from bringup.bench.report import BenchReport, LevelResult, level_result, load_notes
 from bringup.bench.sentinels import SentinelsUnderLoad, answer_all
 from bringup.bench.stall import StallWatch, expected_from
 from bringup.bench.workers import ClientProcesses, Window, drive, run_on_fast_loop
@@ -109,6 +109,7 @@ async def run_benchmark(base_url: str, cfg: BenchConfig) -> BenchReport:
                     asked_tokens=cfg.output_tokens,
                     samples=cfg.sample_outputs,
                     error_examples=merged.error_examples,
+                    arrival_clock=merged.arrival_clock,
                 )
                 if cfg.sentinels:
                     answers = await watch.stop(grace_s=1.0 if merged.stalled else 30.0)
@@ -129,6 +130,7 @@ async def run_benchmark(base_url: str, cfg: BenchConfig) -> BenchReport:
         notes.append("the server refused ignore_eos/min_tokens; outputs may end early at EOS")
     if not prepared.tokenizer:
         notes.append("no server tokenizer; prompt lengths are approximate (word-based)")
+    notes += load_notes(levels)
     return BenchReport(
         levels=levels,
         config=cfg.public() | {"model": prepared.model},

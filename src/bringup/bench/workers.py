@@ -25,6 +25,7 @@ from bringup.bench.config import BenchConfig
 from bringup.bench.load import LevelRun, closed_loop, open_loop
 from bringup.bench.records import now
 from bringup.bench.stall import StallWatch
+from bringup.bench.stream_http import StreamPool
 
 T = TypeVar("T")
 FRAME_LEN = struct.Struct("<Q")
@@ -69,29 +70,36 @@ async def _drive(win: Window) -> LevelRun:
         delay = win.t0 - now()
         if delay > 0:
             await asyncio.sleep(delay)
-        if win.kind == "concurrency":
-            bounded = cfg.duration_s is None
-            return await closed_loop(
-                pool,
-                win.bodies,
-                timeout_s=cfg.timeout_s,
-                concurrency=int(win.value),
-                requests=cfg.requests_at(int(win.value)) if bounded else None,
-                duration_s=cfg.duration_s,
-                shard=win.shard,
-                watch=win.watch,
-            )
-        assert win.offsets is not None
-        return await open_loop(
+        run = await _level(win, pool)
+        run.arrival_clock = pool.arrival_clock
+        return run
+
+
+async def _level(win: Window, pool: StreamPool) -> LevelRun:
+    cfg = win.cfg
+    if win.kind == "concurrency":
+        bounded = cfg.duration_s is None
+        return await closed_loop(
             pool,
             win.bodies,
             timeout_s=cfg.timeout_s,
-            t0=win.t0,
-            offsets=win.offsets,
-            max_concurrency=cfg.max_concurrency,
+            concurrency=int(win.value),
+            requests=cfg.requests_at(int(win.value)) if bounded else None,
+            duration_s=cfg.duration_s,
             shard=win.shard,
             watch=win.watch,
         )
+    assert win.offsets is not None
+    return await open_loop(
+        pool,
+        win.bodies,
+        timeout_s=cfg.timeout_s,
+        t0=win.t0,
+        offsets=win.offsets,
+        max_concurrency=cfg.max_concurrency,
+        shard=win.shard,
+        watch=win.watch,
+    )
 
 
 def run_on_fast_loop(coro: Coroutine[Any, Any, T]) -> T:

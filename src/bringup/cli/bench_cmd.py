@@ -35,7 +35,7 @@ def render_table(report: BenchReport) -> Table:
     table = Table(title=Text(printable(f"bringup bench: {report.model or 'model ?'}")))
     for head in (
         "level", "ok", "err", "out tok/s", "req/s", "TTFT p50", "TTFT p99", "ITL p50",
-        "ITL p99", "TPOT p50", "E2E p99", "queue p99", "late p99",
+        "ITL p99", "TPOT p50", "E2E p99", "queue p99", "late p99", "delay p99", "coalesced",
     ):  # fmt: skip
         table.add_column(head, justify="right")
     for lv in report.levels:
@@ -53,7 +53,8 @@ def render_table(report: BenchReport) -> Table:
             lv.tag, str(m.completed), str(m.failed), tput, _fmt(m.requests_s, 2),
             q("ttft_ms", "p50"), q("ttft_ms", "p99"), q("itl_ms", "p50"), q("itl_ms", "p99"),
             q("tpot_ms", "p50"), q("e2e_ms", "p99"), q("queue_ms", "p99"),
-            q("send_lateness_ms", "p99"),
+            q("send_lateness_ms", "p99"), q("client_delay_ms", "p99"),
+            f"{m.coalesced_share:.1%}",
         )  # fmt: skip
     return table
 

@@ -10,6 +10,7 @@ that holds only on a quiet machine.
 from __future__ import annotations
 
 import contextlib
+import os
 import statistics
 import subprocess
 import sys
@@ -44,19 +45,26 @@ class CpuHogs:
 
 
 @contextlib.contextmanager
-def cpu_hogs(n: int = 2) -> Iterator[CpuHogs]:
-    """``n`` processes that each keep one core busy for as long as the block runs."""
+def cpu_hogs(n: int = 2, *, niceness: int = 0) -> Iterator[CpuHogs]:
+    """``n`` processes that each keep one core busy for as long as the block runs.
+
+    ``niceness`` is added to this process's own for each hog (a positive one needs no
+    privilege): a bench can put its hogs at its client's priority, beneath its server's.
+    """
     hogs = CpuHogs()
     try:
         for _ in range(n):
-            hogs.procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-c", _HOG_CODE],
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _HOG_CODE],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
             )
+            hogs.procs.append(proc)
+            if niceness:
+                os.setpriority(
+                    os.PRIO_PROCESS, proc.pid, os.getpriority(os.PRIO_PROCESS, 0) + niceness
+                )
         yield hogs
     finally:
         hogs.stop()

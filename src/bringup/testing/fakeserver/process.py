@@ -3,13 +3,17 @@
 ``with FakeServerProcess(FakeServerConfig(...)) as fake: fake.url`` starts
 ``python -m bringup.testing.fakeserver`` on a free loopback port, waits for its
 ``listening`` line and ends it by its PID on exit. ``stats()`` and ``reset_stats()`` read
-and zero the server's own counters.
+and zero the server's own counters. ``niceness`` (e.g. -10: a higher priority than the
+client's, so that a busy machine delays the client and not the server the client is timing)
+is applied once it listens; a negative one needs root or CAP_SYS_NICE, else ``start`` raises
+``PermissionError``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 import urllib.request
@@ -24,9 +28,16 @@ def config_argv(cfg: FakeServerConfig) -> list[str]:
 
 
 class FakeServerProcess:
-    def __init__(self, config: FakeServerConfig | None = None, *, start_timeout_s: float = 30.0):
+    def __init__(
+        self,
+        config: FakeServerConfig | None = None,
+        *,
+        start_timeout_s: float = 30.0,
+        niceness: int | None = None,
+    ):
         self.config = config or FakeServerConfig()
         self.start_timeout_s = start_timeout_s
+        self.niceness = niceness
         self.proc: subprocess.Popen[str] | None = None
         self.port = 0
 
@@ -50,6 +61,12 @@ class FakeServerProcess:
             self.stop()
             raise RuntimeError(f"fake server did not start: {line!r}")
         self.port = int(line.rsplit(":", 1)[1])
+        if self.niceness is not None:
+            try:
+                os.setpriority(os.PRIO_PROCESS, self.proc.pid, self.niceness)
+            except OSError:
+                self.stop()
+                raise
         return self
 
     def stop(self) -> None:

@@ -4,9 +4,12 @@ Each streamed request gets its own schedule: the first event ``ttft_s`` after th
 arrives, then one event every ``1 / event_rate`` seconds, each carrying
 ``tokens_per_event`` words as tokens. Every event carries ``"t_send"``, the
 ``time.monotonic()`` taken just before the write, so a client on the same host can measure
-its own lag (receipt minus send). The protocol is hand-written (HTTP/1.1 keep-alive, chunked
-bodies) so that one core serves thousands of events per second without becoming the
-bottleneck it is used to measure; ``GET /stats`` says how late the server itself was.
+its own lag (arrival minus send); the first also carries ``"t_recv"``, when the request's
+bytes reached the server, so that the server's own TTFT (first ``t_send`` minus
+``t_recv``) is the truth a client's TTFT can be held against. The protocol is hand-written
+(HTTP/1.1 keep-alive, chunked bodies) so that one core serves thousands of events per
+second without becoming the bottleneck it is used to measure; ``GET /stats`` says how late
+the server itself was.
 
 Endpoints: ``GET /health``, ``GET /v1/models``, ``POST /v1/completions``,
 ``POST /v1/chat/completions``, ``POST /tokenize`` and ``/detokenize`` (one word = one token),
@@ -101,12 +104,16 @@ class _Vocab:
 
 class _Stream:
     __slots__ = (
-        "chat", "done", "handle", "id", "next_at", "remaining", "sent", "stalls", "usage",
+        "chat", "done", "handle", "id", "next_at", "received", "remaining", "sent", "stalls",
+        "usage",
     )  # fmt: skip
 
-    def __init__(self, sid: int, tokens: int, chat: bool, usage: bool, first_at: float) -> None:
+    def __init__(
+        self, sid: int, tokens: int, chat: bool, usage: bool, first_at: float, received: float
+    ) -> None:
         self.stalls = False
         self.id = sid
+        self.received = received
         self.remaining = tokens
         self.sent = 0
         self.chat = chat
@@ -172,6 +179,7 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.stream: _Stream | None = None
         self.loop = asyncio.get_running_loop()
+        self.received = 0.0  # when the latest bytes of a request came in
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
@@ -181,6 +189,8 @@ class _Connection(asyncio.Protocol):
         self.transport = None
 
     def data_received(self, data: bytes) -> None:
+        if data:
+            self.received = time.monotonic()
         self.buf += data
         while self.stream is None:  # one request at a time per connection
             head_end = self.buf.find(b"\r\n\r\n")
@@ -267,7 +277,7 @@ class _Connection(asyncio.Protocol):
         self.transport.write(_HEAD_SSE)
         stats.active += 1
         first = time.monotonic() + cfg.ttft_s
-        self.stream = _Stream(self.server.new_id(), tokens, chat, usage, first)
+        self.stream = _Stream(self.server.new_id(), tokens, chat, usage, first, self.received)
         self.server.streams += 1
         self.stream.stalls = bool(cfg.stall_after_events) and (
             self.server.streams > cfg.stall_after_requests
@@ -287,6 +297,8 @@ class _Connection(asyncio.Protocol):
             n = stream.sent
             extra = f',"usage":{{"prompt_tokens":1,"completion_tokens":{n},"total_tokens":{n + 1}}}'
         if self.cfg.stamp:
+            if stream.sent <= self.cfg.tokens_per_event:
+                extra += f',"t_recv":{stream.received:.7f}'
             extra += f',"t_send":{time.monotonic():.7f}'
         return (
             f'data: {{"id":"cmpl-{stream.id}","object":"{kind}","model":"{self.cfg.model}",'
