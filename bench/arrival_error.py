@@ -10,9 +10,11 @@ closed-loop streams of ``--tokens`` tokens with bringup's client, in a steady wi
 - each both with the kernel's receive stamps (the default) and with the client's own clock
   (the fallback path, ``--no-client-clock`` skips it), which is how every peer times events.
 
-Truth per request: TTFT = first event's send stamp - the request's arrival stamp; ITL =
-gap between consecutive send stamps. Error = reported - truth, as the difference of the
-p99s (the ``*_p99_error`` figures) and as the p99 of per-request / per-token errors.
+Truth per request: TTFT = first event's send stamp - the request's arrival stamp (the
+server reads requests with the kernel's receive stamps too, so a burst of writes on its
+loop does not delay it); ITL = gap between consecutive send stamps. Error = reported -
+truth, as the difference of the p99s (the ``*_p99_error`` figures) and as the p99 of
+per-request / per-token errors.
 Then, as in ``client_overhead.py``, each peer (guidellm, aiperf, ``vllm bench serve``) drives
 the same server quietly, and every client's CPU µs per event is measured the same way.
 
@@ -89,6 +91,7 @@ def _pct(values: list[float], q: float) -> float:
 def errors_of(records: list[Any], t0: float, t1: float) -> dict[str, Any]:
     """Reported against true TTFT and ITL over good requests that left within [t0, t1]."""
     ttft, ttft_true, ttft_err, ttft_intent, delay = [], [], [], [], []
+    upstream, downstream = [], []  # request left -> server got it; token left -> arrived
     itl, itl_true, itl_err = [], [], []
     events = coalesced = 0
     for r in records:
@@ -104,6 +107,8 @@ def errors_of(records: list[Any], t0: float, t1: float) -> dict[str, Any]:
         ttft_err.append(r.ttft - truth)
         ttft_intent.append(r.event_times[0] - r.sent)
         delay.append(r.client_delay)
+        upstream.append(r.server_received - r.left)
+        downstream.append(r.client_lag[0])
         events += n
         coalesced += r.coalesced()
         reported = r.itls()  # one per token after the first read's events
@@ -121,6 +126,8 @@ def errors_of(records: list[Any], t0: float, t1: float) -> dict[str, Any]:
         "itl_p99_ms": _pct(itl, 99), "true_itl_p99_ms": _pct(itl_true, 99),
         "itl_err_p99_ms": _pct(itl_err, 99), "itl_err_p1_ms": _pct(itl_err, 1),
         "client_delay_p50_ms": _pct(delay, 50), "client_delay_p99_ms": _pct(delay, 99),
+        "upstream_p50_ms": _pct(upstream, 50), "upstream_p99_ms": _pct(upstream, 99),
+        "downstream_p50_ms": _pct(downstream, 50), "downstream_p99_ms": _pct(downstream, 99),
         "coalesced_share": coalesced / events if events else math.nan,
     }  # fmt: skip
 
@@ -176,7 +183,7 @@ def report(runs: list[Run], peers: list[Figures], args: argparse.Namespace, prio
     cols = (
         "run", "clock", "reqs", "ttft p50/p99", "true p50/p99", "ttft err p99",
         "ttft(intent) p99", "itl p99", "true itl p99", "itl err p99", "delay p50/p99",
-        "coalesced", "cpu us/ev",
+        "coalesced", "up/down p99", "srv late p99", "cpu us/ev",
     )  # fmt: skip
     print(" | ".join(cols))
     for r in runs:
@@ -197,6 +204,8 @@ def report(runs: list[Run], peers: list[Figures], args: argparse.Namespace, prio
                     _f(g("itl_err_p99_ms"), 3),
                     f"{_f(g('client_delay_p50_ms'), 3)}/{_f(g('client_delay_p99_ms'), 3)}",
                     _f(g("coalesced_share"), 4),
+                    f"{_f(g('upstream_p99_ms'), 3)}/{_f(g('downstream_p99_ms'), 3)}",
+                    _f(fig.extra.get("server_send_lateness_p99_ms") if fig else None),
                     _f(fig.cpu_us_per_event if fig else None, 1),
                 ]
             )
@@ -253,8 +262,9 @@ def main() -> None:
     if args.ramp + args.window + 5 > args.seconds:
         p.error("--seconds must exceed --ramp + --window + 5")
     server = FakeServerConfig(
-        event_rate=args.rate, tokens_per_event=1, ttft_s=args.ttft, model="fake-model"
-    )
+        event_rate=args.rate, tokens_per_event=1, ttft_s=args.ttft, model="fake-model",
+        kernel_stamps=True,
+    )  # fmt: skip
     runs = [Run("quiet", 0, True), Run("hogs", args.hogs, True)]
     if not args.no_client_clock:
         runs += [Run("quiet-own-clock", 0, False), Run("hogs-own-clock", args.hogs, False)]

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
+import threading
 import time
 
 import aiohttp
 import orjson
 import pytest
 
+from bringup.bench.arrival import kernel_stamps_offered
+from bringup.bench.records import now
 from bringup.testing.fakeserver import (
     FakeServer,
     FakeServerConfig,
@@ -146,3 +151,35 @@ async def test_stall_after_events_goes_silent_with_health_200() -> None:
             async with s.get(f"{srv.url}/health") as health:
                 assert health.status == 200
     assert got.count(b"data: ") == 3
+
+
+@pytest.mark.parametrize("kernel", [False, True])
+async def test_request_arrival_is_stamped_by_the_kernel_when_asked(kernel: bool) -> None:
+    """A request sent while the server's loop is held: t_recv says when it came (kernel)."""
+    if kernel and not kernel_stamps_offered():
+        pytest.skip("no kernel receive stamps here")
+    hold_s = 0.3
+    cfg = FakeServerConfig(event_rate=500, kernel_stamps=kernel)
+    async with FakeServer(cfg) as srv:
+        sock = socket.create_connection(("127.0.0.1", srv.port))
+        await asyncio.sleep(0.05)  # accepted
+        body = orjson.dumps({"prompt": "x", "max_tokens": 2, "stream": True})
+        head = b"POST /v1/completions HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % len(body)
+        sent: list[float] = []
+        thread = threading.Thread(target=lambda: (sock.sendall(head + body), sent.append(now())))
+        thread.start()
+        thread.join(10)
+        time.sleep(hold_s)  # the server's loop is held: it reads the request only after this
+        held_until = now()
+        raw = b""
+        sock.setblocking(False)
+        while b"[DONE]" not in raw:
+            await asyncio.sleep(0.01)
+            with contextlib.suppress(BlockingIOError):
+                raw += sock.recv(65536)
+        sock.close()
+    first = orjson.loads(raw.split(b"data: ", 1)[1].split(b"\n\n", 1)[0])
+    if kernel:
+        assert first["t_recv"] <= sent[0] + 0.002  # by the time sendall returned
+    else:
+        assert first["t_recv"] >= held_until  # when the loop got to it

@@ -26,6 +26,9 @@ from typing import Any, cast
 
 import orjson
 
+from bringup.bench.arrival import kernel_stamps_offered
+from bringup.testing.fakeserver.stamped import StampedServer
+
 _WORD_TEXT = (
     "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november "
     "oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu"
@@ -51,6 +54,9 @@ class FakeServerConfig:
     stall_after_requests: int = 0
     tokenizer: bool = True
     stamp: bool = True
+    # read requests with the kernel's receive stamps (see .stamped), so that t_recv is when
+    # a request reached the host even while the server is busy writing a burst of events
+    kernel_stamps: bool = False
 
 
 class _Stats:
@@ -131,11 +137,16 @@ class FakeServer:
         self.stats = _Stats()
         self.vocab = _Vocab()
         self._server: asyncio.Server | None = None
+        self._stamped: StampedServer | None = None
         self._next_id = 0
         self.streams = 0  # streamed requests so far
         self.port = 0
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> FakeServer:
+        if self.config.kernel_stamps and kernel_stamps_offered():
+            self._stamped = StampedServer(host, port, lambda: _Connection(self))
+            self.port = self._stamped.port
+            return self
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(lambda: _Connection(self), host, port, backlog=1024)
         self.port = self._server.sockets[0].getsockname()[1]
@@ -146,6 +157,8 @@ class FakeServer:
         return f"http://127.0.0.1:{self.port}"
 
     async def close(self) -> None:
+        if self._stamped is not None:
+            self._stamped.close()
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
@@ -180,6 +193,7 @@ class _Connection(asyncio.Protocol):
         self.stream: _Stream | None = None
         self.loop = asyncio.get_running_loop()
         self.received = 0.0  # when the latest bytes of a request came in
+        self.arrival: float | None = None  # their kernel receive time, from StampedTransport
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
@@ -190,7 +204,7 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         if data:
-            self.received = time.monotonic()
+            self.received = time.monotonic() if self.arrival is None else self.arrival
         self.buf += data
         while self.stream is None:  # one request at a time per connection
             head_end = self.buf.find(b"\r\n\r\n")
