@@ -134,6 +134,10 @@ class ChecksSpec(_Section):
     max_logprob_mad: float | None = None  # None: the measured default
     min_token_agreement: float | None = None
     tolerate: list[str] = Field(default_factory=list)  # flags whose drift is accepted
+    # the long-context probe (checks.long_context): on where a per-slot context is known
+    long_context: bool = True
+    context_tokens: int | None = Field(default=None, ge=64)  # one request must fit this
+    long_context_max_tokens: int = Field(default=4096, ge=64)  # cost cap without the above
 
 
 class PlanSpec(_Section):

@@ -27,6 +27,7 @@ from bringup.checks import (
     suite_for,
 )
 from bringup.checks.correctness import FREE_TEXT_TOKENS
+from bringup.checks.long_context import long_context_check
 from bringup.client import OpenAIClient, RequestError
 from bringup.contention import ContentionMeter
 from bringup.diagnose import classify
@@ -362,6 +363,24 @@ async def _checks_and_bench(
                 result.checks["accuracy"] = {"role": "reference"}
             result.timings["accurate_s"] = round(time.monotonic() - t0, 3)
             if result.failure:
+                return
+
+        if spec.checks.long_context:
+            t0 = _enter(ctx, result, Stage.ACCURATE, "long-context probe")
+            # a prompt filling the context takes a while to prefill on a slow host
+            async with OpenAIClient(base_url, api_key=ctx.api_key, timeout_s=300) as slow:
+                lc = await long_context_check(
+                    slow,
+                    stated=spec.checks.context_tokens,
+                    cap=spec.checks.long_context_max_tokens,
+                    streams=max(spec.bench.concurrency or [1]),
+                    model=model,
+                )
+            result.checks["long_context"] = lc.to_dict()
+            result.timings["long_context_s"] = round(time.monotonic() - t0, 3)
+            if not lc.passed:
+                assert lc.category is not None
+                result.fail(Stage.ACCURATE, lc.category, lc.evidence)
                 return
 
     if not ctx.benchmark:
