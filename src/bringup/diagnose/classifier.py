@@ -6,27 +6,49 @@ that traceback runs through the engine's own package; warning-level lines count 
 rules score an exception by the frames it passed through (x1.2 for the engine's own frames).
 The exit status adds its own evidence (SIGKILL -> OOM killer, SIGILL -> CPU lacks an
 instruction set, ...). A category scores its best hit plus a little for each further
-distinct hit; the best category wins. With no evidence at all the process either still
-runs (a hang: see ``hang.diagnose_hang``) or exited without saying why (runtime_crash).
+distinct hit; the best category wins. Answers quoted in the log (empty or garbage text)
+are read by ``outputtext`` and score as ``garbage_output``.
+
+Without a deciding signal, ``startup_timeout_or_hang`` needs evidence of a hang: the caller
+knows the engine still runs (``exit_code`` None during launch/readiness), or the log stops
+on a start-up phase with nothing after it (a stalled log). An engine known to have exited
+is a ``runtime_crash`` that printed no reason. Otherwise (a log of unknown exit with no
+signal: ``bringup diagnose`` on a pasted log) the answer is *unknown* (``signal=False``),
+with low confidence. Confidence is the calibrated strength of the winning evidence and its
+margin over the runner-up (see ``_confidence``).
 """
 
 from __future__ import annotations
 
+import math
 import re
 import signal
 from dataclasses import dataclass
 
 from bringup.diagnose.diagnosis import Diagnosis
-from bringup.diagnose.hang import diagnose_hang
+from bringup.diagnose.hang import diagnose_hang, stage_reached
 from bringup.diagnose.logtext import content, dedupe_key, log_lines, nonblank, redact
-from bringup.diagnose.pytrace import final_exception_lines, read_tracebacks
+from bringup.diagnose.outputtext import output_signals
+from bringup.diagnose.pytrace import failed_importing, final_exception_lines, read_tracebacks
 from bringup.diagnose.ruleset import TRIGGERS, engine_remedy, rulesets_for
 from bringup.verdict import Category, Stage
 
 _HEAD, _TAIL = 500, 4000  # huge logs: the start (argparse) and the end (the failure) matter
 _DECIDES = 0.75  # below this, nothing in the log explains the failure
+# fixed confidences of the fallbacks (calibrated on the fit corpus, see _confidence)
+_STALLED_CONFIDENCE = 0.5  # the log stops on a start-up phase: a hang, or a cut-off post
+_WEAK_CONFIDENCE = 0.5  # only "it stopped" lines: a crash, cause not shown
+_NO_SIGNAL_CONFIDENCE = 0.1
+_SCALE = 2.0  # score above _DECIDES at which confidence is ~63% of the way to its top
+_CEILING = 0.95
 _WEAK = 2.0  # a still-running engine with only "an error happened" lines is hanging
 _FINAL_EXC = 1.3
+# an exception raised while a package is imported: a broken or mismatched install
+_IMPORTING = 3.0
+_IMPORT_REMEDY = (
+    "importing a package failed: reinstall it at the version the engine pins (the "
+    "innermost frame names the package)"
+)
 _ENGINE_FRAME = 1.2
 # a line the engine itself logged as a warning rarely decides a failure
 _WARNING_LINE = re.compile(
@@ -139,6 +161,12 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
                 hits.append(
                     _Hit(fr.category, fr.weight * boost, tb.exc_index, fr.remedy, frame.index)
                 )
+    for tb in tracebacks:
+        if failed_importing(tb):
+            at = tb.exc_index if tb.exc_index is not None else tb.frames[-1].index
+            hits.append(_Hit(Category.MISSING_DEPENDENCY, _IMPORTING, at, _IMPORT_REMEDY))
+    for idx, weight, _reason in output_signals(lines):
+        hits.append(_Hit(Category.GARBAGE_OUTPUT, weight, idx, None))
     return hits
 
 
@@ -186,11 +214,54 @@ def _remedy(
 
 
 def _confidence(ranked: list[tuple[Category, float]]) -> float:
+    """How often a diagnosis this strong is right: rises with the winning score (a rule of
+    weight 5 alone reaches about 0.9) and falls when the runner-up scores close to it.
+    Set so that the bands of ``bench/diagnose_eval.py`` hold on the fit corpus without
+    claiming its perfect scores (rules fitted to a corpus are right there more often than
+    on logs they never saw)."""
     top = ranked[0][1]
     second = ranked[1][1] if len(ranked) > 1 else 0.0
-    base = top / (top + 1.5)
+    strength = 1.0 - math.exp(-max(0.0, top - _DECIDES) / _SCALE)
     margin = (top - second) / top
-    return round(min(0.97, base * (0.7 + 0.3 * margin)), 2)
+    return round(min(_CEILING, (0.5 + 0.45 * strength) * (0.8 + 0.2 * margin)), 2)
+
+
+def _stalled(lines: list[str]) -> bool:
+    """The log ends on a start-up phase line: the engine was busy there when it stopped."""
+    phase, _ = stage_reached(nonblank(lines)[-3:])
+    return phase is not None
+
+
+def _unknown_exit(
+    text: str,
+    lines: list[str],
+    ranked: list[tuple[Category, float]],
+    hits: list[_Hit],
+    engine: str | None,
+) -> Diagnosis:
+    """No deciding signal and no exit status: a stalled log, a weak crash, or unknown."""
+    if _stalled(lines):
+        d = diagnose_hang(text, engine)
+        d.confidence = _STALLED_CONFIDENCE
+        return d
+    if ranked and ranked[0][1] >= _DECIDES:  # only "an error happened" lines
+        category = ranked[0][0]
+        won = [h for h in hits if h.category is category]
+        return Diagnosis(
+            category,
+            _evidence(won, lines),
+            _remedy(category, won, hits, lines, engine),
+            _WEAK_CONFIDENCE,
+        )
+    tail = [redact(ln.rstrip()) for ln in nonblank(lines)[-3:]]
+    return Diagnosis(
+        Category.RUNTIME_CRASH,
+        tail or ["(the log is empty)"],
+        "the log shows no failure signal: give the engine's full log, or its exit status "
+        "(--exit-code), to diagnose it",
+        _NO_SIGNAL_CONFIDENCE,
+        signal=False,
+    )
 
 
 def classify(
@@ -220,8 +291,10 @@ def classify(
             _remedy(category, won, hits, lines, engine),
             _confidence(ranked),
         )
-    if exit_code is None and stage in (None, Stage.LAUNCHING, Stage.READY):
-        return diagnose_hang(text, engine)
+    if exit_code is None and stage in (Stage.LAUNCHING, Stage.READY):
+        return diagnose_hang(text, engine)  # the caller knows it still runs: a hang
+    if exit_code is None and stage is None:
+        return _unknown_exit(text, lines, ranked, hits, engine)
     tail = [redact(ln.rstrip()) for ln in nonblank(lines)[-3:]]
     detail = "exited" if exit_code is not None else "failed"
     if exit_code == 0:

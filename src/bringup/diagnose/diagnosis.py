@@ -2,6 +2,13 @@
 
 ``stage_reached`` is set for hangs (the start-up phase the log last showed); ``to_dict`` is
 the JSON shape ``bringup diagnose --json`` prints.
+
+Confidence is calibrated on the fit corpus (``bench/diagnose_eval.py`` prints accuracy by
+band): below :data:`GUESS_BELOW` the diagnosis is a guess, and says so (``guessing`` in
+JSON, "guessing" in text). A log with no failure signal at all and no known exit is
+``signal=False``: it is shown as ``unknown`` (``category`` then holds what a trial records
+for an engine that failed without a reason, ``runtime_crash``), never as a cause it has no
+evidence for.
 """
 
 from __future__ import annotations
@@ -10,6 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bringup.verdict import Category, Failure, Stage
+
+GUESS_BELOW = 0.5  # calibrated: diagnoses below this are right less often than not
+UNKNOWN = "unknown"  # the label of a log without any failure signal
 
 
 @dataclass
@@ -20,18 +30,35 @@ class Diagnosis:
     confidence: float = 0.5
     stage_reached: str | None = None  # hangs: the start-up phase the log last showed
     silent_s: float | None = None  # hangs: how long the log had been silent
+    signal: bool = True  # False: nothing in the log or the exit status says what failed
+
+    @property
+    def label(self) -> str:
+        """What is shown: the category, or ``unknown`` when the log carried no signal."""
+        return self.category.value if self.signal else UNKNOWN
+
+    @property
+    def guessing(self) -> bool:
+        return not self.signal or self.confidence < GUESS_BELOW
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "category": self.category.value,
+            "category": self.label,
             "evidence": list(self.evidence),
             "remedy": self.remedy,
             "confidence": round(self.confidence, 2),
+            "guessing": self.guessing,
         }
 
     def explain(self) -> str:
         """A short human explanation, a few lines."""
-        out = [f"{self.category.value} (confidence {self.confidence:.2f})"]
+        if not self.signal:
+            head = f"{UNKNOWN}: no failure signal in the log (confidence {self.confidence:.2f})"
+        elif self.guessing:
+            head = f"{self.label} (guessing: confidence {self.confidence:.2f})"
+        else:
+            head = f"{self.label} (confidence {self.confidence:.2f})"
+        out = [head]
         if self.stage_reached:
             out.append(f"last start-up phase seen: {self.stage_reached}")
         if self.silent_s is not None:

@@ -5,6 +5,10 @@ Logs interleave ranks and cut tracebacks short, so the reader is forgiving: a ru
 traceback even without its ``Traceback (most recent call last):`` header, and an exception
 line standing alone (``RuntimeError: CUDA error: ...``) still counts as a final exception.
 Chained tracebacks ("During handling of the above exception ...") yield one entry each.
+A traceback cut off after its last frame's ``raise SomeError("...")`` source line (posts
+often stop there) counts that ``raise`` as its exception line; one cut off anywhere else at
+the end of the log is kept without an exception line (its frames still tell where it was).
+``failed_importing(tb)`` says the exception was raised while a module was being imported.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt)|Exception|"
     r"KeyError|AssertionError|StopIteration))(?::\s*(?P<msg>.*))?$"
 )
+_LITERAL = re.compile(r"^f?[\"']+|[\"']+$")  # the quotes around raise's message
+_RAISE = re.compile(r"^raise (?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)\((?P<msg>.*?)\)?$")
 
 
 @dataclass
@@ -27,6 +33,7 @@ class Frame:
     index: int  # line index in the log
     path: str
     func: str
+    code: str = ""  # the source line shown under the frame, if any
 
     @property
     def where(self) -> str:
@@ -57,17 +64,37 @@ def exception_of(text: str) -> tuple[str, str] | None:
 def read_tracebacks(lines: list[str]) -> list[Traceback]:
     found: list[Traceback] = []
     current: Traceback | None = None
+    raised: tuple[int, str, str] | None = None  # the last frame's "raise X(...)" line
+
+    def cut_short(at_end: bool = False) -> None:
+        if current is None or not current.frames:
+            return
+        if raised is not None:
+            current.exc_index, current.exc_type, current.exc_message = raised
+            found.append(current)
+        elif at_end:
+            found.append(current)
+
     for i, raw in enumerate(lines):
         text = content(raw)
         if _HEADER.search(text):
-            current = Traceback()
+            cut_short()
+            current, raised = Traceback(), None
             continue
         frame = _FRAME.search(text)
         if frame:
             if current is None:
                 current = Traceback()
             current.frames.append(Frame(i, frame.group("path"), frame.group("func")))
+            raised = None
             continue
+        if current is not None and current.frames:
+            if not current.frames[-1].code and current.frames[-1].index == i - 1:
+                current.frames[-1].code = text
+            r = _RAISE.match(text)
+            if r:
+                raised = (i, r.group("type"), _LITERAL.sub("", r.group("msg")))
+                continue
         exc = _EXCEPTION.match(text)
         if exc:
             tb = current or Traceback()
@@ -75,8 +102,21 @@ def read_tracebacks(lines: list[str]) -> list[Traceback]:
             tb.exc_type = exc.group("type")
             tb.exc_message = (exc.group("msg") or "").strip()
             found.append(tb)
-            current = None
+            current, raised = None, None
+    cut_short(at_end=True)
     return found
+
+
+_IMPORT = re.compile(r"^(?:import\s+\w|from\s+[\w.]+\s+import\s)")
+
+
+def failed_importing(tb: Traceback) -> bool:
+    """An ``import`` statement led into a module's top level and the exception came out of
+    it: importing a package failed, not running it."""
+    return any(
+        inner.func == "<module>" and _IMPORT.match(outer.code)
+        for outer, inner in zip(tb.frames, tb.frames[1:], strict=False)
+    )
 
 
 def final_exception_lines(tracebacks: list[Traceback]) -> set[int]:

@@ -119,7 +119,7 @@ RULES = RuleSet(
             "another process holds the port: stop it or pick a free port",
         ),
         # asserts and aborts
-        rule(r"GGML_ASSERT\(.*\) failed|GGML_ABORT|ggml_abort", C.RUNTIME_CRASH, 2.5),
+        rule(r"GGML_ASSERT(?:\(.*\) failed|: )|GGML_ABORT|ggml_abort", C.RUNTIME_CRASH, 2.5),
     ),
     remedies={
         C.OOM_GPU: "offload fewer layers (-ngl), lower the context (-c) or --parallel, "

@@ -46,6 +46,17 @@ RULES = RuleSet(
             3,
         ),
         rule(r"MPI_ABORT was invoked|mpi4py|MPI_Init", C.DISTRIBUTED_FAILURE, 3),
+        # a request (or a run) beyond the shapes the engine was built for
+        rule(
+            r"engine supports \[min, opt, max\]|"
+            r"exceeds? (?:the )?(?:engine's )?max_(?:input_len|seq_len|batch_size|num_tokens)|"
+            r"(?:is )?(?:larger|greater) than (?:the )?max_(?:input_len|seq_len|batch_size|"
+            r"num_tokens|beam_width)",
+            C.INVALID_CONFIG,
+            4.5,
+            "the request exceeds the shapes the engine was built for: shorten it, or rebuild "
+            "the engine with larger max_input_len/max_seq_len/max_batch_size",
+        ),
         rule(r"\[TensorRT-LLM\]\[ERROR\] Assertion failed", C.RUNTIME_CRASH, 2),
         rule(
             r"should be (?:greater|less|divisible|a multiple)|must be (?:greater|less|"

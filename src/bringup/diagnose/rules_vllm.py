@@ -107,6 +107,14 @@ RULES = RuleSet(
             5.5,
             "this quantization's kernels need a newer GPU: use another quantization or GPU",
         ),
+        # --quantization names another method than the checkpoint's own config
+        rule(
+            r"does not match the quantization method specified in the `?quantization`? argument",
+            C.INVALID_CONFIG,
+            5.5,
+            "drop --quantization (the checkpoint names its own method) or pass the method "
+            "its config names",
+        ),
         rule(
             r"Quantization method specified in the model config \(\w+\) does not match|"
             r"Unknown quantization method|quantization .* is not supported by|"

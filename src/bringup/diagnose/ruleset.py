@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import cache
 
 from bringup.diagnose import (
+    ladder,
     rules_generic,
     rules_llamacpp,
     rules_ollama,
@@ -23,12 +24,15 @@ from bringup.verdict import Category
 
 ALL: dict[str, RuleSet] = {
     "generic": rules_generic.RULES,
+    "ladder": ladder.RULES,
     "llama.cpp": rules_llamacpp.RULES,
     "sglang": rules_sglang.RULES,
     "vllm": rules_vllm.RULES,
     "trtllm": rules_trtllm.RULES,
     "ollama": rules_ollama.RULES,
 }
+
+_EVERY_ENGINE = ("generic", "ladder")  # the engine-independent sets
 
 _OWN: dict[str, tuple[str, ...]] = {
     "llama.cpp": ("llama.cpp",),
@@ -225,14 +229,39 @@ TRIGGERS: tuple[str, ...] = (
     "bf16",
     "minimum",
     "heads",
+    # the general ladder (diagnose/ladder.py)
+    "exit status",
+    "0xc0",
+    "status_",
+    "violation",
+    "hang",
+    "stuck",
+    "waiting for",
+    "taken more than",
+    "never",
+    "shard",
+    "died",
+    "unexpectedly",
+    "attribute",
+    "flag",
+    "longer than",
+    "context length",
+    "too long",
+    "eaddrnotavail",
+    "world",
+    "state_dict",
+    "prefill",
+    "+0x",
+    "_assert",
+    "shape",
 )
 
 
 @cache
 def rulesets_for(engine: str | None) -> tuple[RuleSet, ...]:
     key = engine_key(engine)
-    names = _OWN.get(key or "", tuple(n for n in ALL if n != "generic"))
-    return (ALL["generic"], *(ALL[n] for n in names))
+    names = _OWN.get(key or "", tuple(n for n in ALL if n not in _EVERY_ENGINE))
+    return (*(ALL[n] for n in _EVERY_ENGINE), *(ALL[n] for n in names))
 
 
 def engine_remedy(engine: str | None, category: Category) -> str | None:

@@ -1,0 +1,263 @@
+"""The general ladder of signals: no catch-all that lies, an explicit unknown, remedies and
+evidence from the rule that fired. Synthetic logs written for these tests, plus fit cases of
+bench/data/diagnose (never the held-out file)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bringup.diagnose import classify
+from bringup.diagnose.outputtext import output_signals
+from bringup.diagnose.pytrace import failed_importing, read_tracebacks
+from bringup.verdict import Category, Stage
+
+FIT = Path(__file__).parents[2] / "bench" / "data" / "diagnose" / "fit.jsonl"
+
+
+def _fit(case_id: str) -> dict[str, object]:
+    for row in FIT.read_text().splitlines():
+        case = json.loads(row)
+        if case["id"] == case_id:
+            return dict(case)
+    raise AssertionError(f"{case_id} is not in fit.jsonl")
+
+
+def test_no_signal_is_unknown_not_a_hang() -> None:
+    d = classify("The server did not work for me.\nAny idea?\n")
+    assert not d.signal
+    assert d.label == "unknown"
+    assert d.guessing and d.confidence < 0.5
+    assert d.to_dict()["category"] == "unknown"
+    assert d.to_dict()["guessing"] is True
+    assert d.explain().startswith("unknown: no failure signal")
+
+
+def test_unknown_needs_an_unknown_exit() -> None:
+    # the same text from a trial: still running is a hang, exited is a crash
+    text = "The server did not work for me.\n"
+    assert classify(text, stage=Stage.READY).category is Category.STARTUP_TIMEOUT_OR_HANG
+    exited = classify(text, exit_code=1)
+    assert exited.signal and exited.category is Category.RUNTIME_CRASH and exited.guessing
+
+
+def test_a_log_that_stops_on_a_startup_phase_is_a_stall() -> None:
+    log = "INFO starting\nINFO Loading safetensors checkpoint shards: 50% Completed | 2/4\n"
+    d = classify(log, engine="vllm")
+    assert d.category is Category.STARTUP_TIMEOUT_OR_HANG
+    assert d.stage_reached == "loading weights"
+
+
+def test_hang_words_are_evidence_of_a_hang() -> None:
+    log = (
+        "2024-05-01T01:17:12Z  INFO shard-manager: text_generation_launcher: Waiting for "
+        "shard to be ready... rank=0\n"
+        "2024-05-01T01:17:22Z  INFO text_generation_launcher: Successfully downloaded weights.\n"
+    )
+    d = classify(log)
+    assert d.category is Category.STARTUP_TIMEOUT_OR_HANG
+    assert "Waiting for shard" in d.evidence[0]
+
+
+@pytest.mark.parametrize(
+    ("log", "category"),
+    [
+        # the final exception's type decides when no engine wording does
+        (
+            "AttributeError: module 'transformers.modeling_utils' has no attribute 'Conv1D'",
+            Category.MISSING_DEPENDENCY,
+        ),
+        (
+            "TypeError: build_client() got an unexpected keyword argument 'stat_loggers'",
+            Category.MISSING_DEPENDENCY,
+        ),
+        ("AttributeError: 'NoneType' object has no attribute 'cpu'", Category.RUNTIME_CRASH),
+        ("NameError: name 'vllm_ops' is not defined", Category.MISSING_DEPENDENCY),
+        # signals written in the log
+        ("./chat -m model.bin\nloading model\nIllegal instruction", Category.UNSUPPORTED_HARDWARE),
+        (
+            "ERROR shard-manager: Shard process was signaled to shutdown with signal 4 rank=0",
+            Category.UNSUPPORTED_HARDWARE,
+        ),
+        # argument validation, whatever the parser
+        (
+            "error: invalid value 'True' for '--disable-custom-kernels'\n"
+            "  [possible values: true, false]",
+            Category.INVALID_CONFIG,
+        ),
+        ("./model.llamafile: --host unknown argument", Category.INVALID_CONFIG),
+        ("flag provided but not defined: -ctx", Category.INVALID_CONFIG),
+        (
+            'ArgumentValidation("`max_input_tokens`(65537) must be < `max_total_tokens`(65536)")',
+            Category.INVALID_CONFIG,
+        ),
+        (
+            "ValueError: The input (85050 tokens) is longer than the model's context length "
+            "(32768 tokens).",
+            Category.INVALID_CONFIG,
+        ),
+        # allocators, loaders, drivers
+        (
+            "RuntimeError: Not enough memory to handle 4096 prefill tokens. You need to "
+            "decrease `--max-batch-prefill-tokens`",
+            Category.OOM_GPU,
+        ),
+        (
+            "[TRT] [E] [resizePhysical::151] Error Code 2: OutOfMemory (Requested size was "
+            "16654532608 bytes.)",
+            Category.OOM_GPU,
+        ),
+        (
+            "Error: Unable to load dynamic library: /tmp/x/libext_server.so: failed to map "
+            "segment from shared object",
+            Category.MISSING_DEPENDENCY,
+        ),
+        # model files: a refused format version vs a file that is not a model
+        (
+            "error loading model: unknown (magic, version) combination: 46554747, 00000003; "
+            "is this really a GGML file?\nllama_load_model_from_file: failed to load model",
+            Category.MODEL_INCOMPATIBLE,
+        ),
+        (
+            "transferring model data\ncreating model layer\nError: invalid file magic",
+            Category.MODEL_LOAD_FAILURE,
+        ),
+        (
+            "RuntimeError: weight model.layers.0.self_attn.q_proj.weight does not exist",
+            Category.MODEL_INCOMPATIBLE,
+        ),
+        ("Error: llama runner process no longer running: -1", Category.RUNTIME_CRASH),
+    ],
+)
+def test_general_signals(log: str, category: Category) -> None:
+    d = classify(log + "\n")
+    assert d.category is category, d.explain()
+    assert d.signal
+
+
+def test_remedy_belongs_to_the_rule_that_fired() -> None:
+    prefill = classify(
+        "RuntimeError: Not enough memory to handle 1024 prefill tokens. You need to decrease "
+        "`--max-batch-prefill-tokens`\n"
+    )
+    assert prefill.remedy and "--max-batch-prefill-tokens" in prefill.remedy
+    sigill = classify("Illegal instruction (core dumped)\n")
+    assert sigill.remedy and "CPU" in sigill.remedy
+    context = classify(
+        "ValueError: This model's maximum context length is 8192 tokens. However, you "
+        "requested 8203 tokens.\n",
+        engine="vllm",
+    )
+    assert context.remedy and "context" in context.remedy
+
+
+def test_a_traceback_cut_after_its_raise_line_still_decides() -> None:
+    log = (
+        '  File "/opt/conda/lib/python3.10/site-packages/text_generation_server/models/'
+        '__init__.py", line 1064, in get_model\n'
+        '    raise NotImplementedError("sharded is not supported for AutoModel")\n'
+    )
+    (tb,) = read_tracebacks(log.splitlines())
+    assert tb.exc_type == "NotImplementedError"
+    assert tb.exc_message == "sharded is not supported for AutoModel"
+    assert classify(log).category is Category.MODEL_INCOMPATIBLE
+
+
+def test_an_exception_while_importing_is_a_dependency() -> None:
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/app/sglang/srt/patches.py", line 50, in apply_all\n'
+        "    import transformers  # noqa: F401\n"
+        '  File "/usr/lib/python3/dist-packages/transformers/__init__.py", line 795, in '
+        "<module>\n"
+        "    sys.modules[__name__] = _LazyModule(\n"
+        '  File "/usr/lib/python3/dist-packages/transformers/utils/import_utils.py", line '
+        "2100, in __init__\n"
+        "    raise ValueError(\n"
+        "ValueError: Backend should be defined in the BACKENDS_MAPPING.\n"
+    )
+    (tb,) = read_tracebacks(log.splitlines())
+    assert failed_importing(tb)
+    assert classify(log).category is Category.MISSING_DEPENDENCY
+    # the same exception raised while serving is not an install problem
+    running = log.replace("    import transformers  # noqa: F401\n", "    run()\n")
+    assert not failed_importing(read_tracebacks(running.splitlines())[0])
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        '"predictions": [{"text": "", "raw_text": "", "logprob": 0, "tokens": []}]}',
+        'Parsed message: {"role":"assistant","content":"GGG"}',
+        'Output: "chef in a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a"',
+        "And fear fear fear fear fear fear fear fear fear fear fear fear fear fear fea",
+    ],
+)
+def test_answers_in_the_log_are_judged_as_output(log: str) -> None:
+    d = classify(log + "\n")
+    assert d.category is Category.GARBAGE_OUTPUT
+    assert d.evidence == [log]
+
+
+def test_traceback_source_and_separators_are_not_answers() -> None:
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/x/llama_cpp/llama.py", line 305, in __init__\n'
+        "    assert self.model is not None\n"
+        "           ^^^^^^^^^^^^^^^^^^^^^^\n"
+        "--------------------------------------------------------------------------\n"
+        "AssertionError\n"
+    )
+    assert output_signals(log.splitlines()) == []
+
+
+@pytest.mark.parametrize(
+    ("case_id", "category"),
+    [
+        ("vllm-gaudi-fork-transformers-conv1d-attributeerror", "missing_dependency"),
+        ("tgi-docker-shard-signal-4-sigill", "unsupported_hardware"),
+        ("tgi-awq-warmup-not-enough-memory-prefill-tokens", "oom_gpu"),
+        ("ollama-create-mlx-safetensors-finetune-invalid-magic", "model_load_failure"),
+        ("vllm-cogagent-openai-server-empty-text-one-token", "garbage_output"),
+        ("trtllm-source-tree-import-bindings-datatype", "missing_dependency"),
+        ("vllm-gguf-pipeline-parallel-hangs-after-pynccl", "startup_timeout_or_hang"),
+    ],
+)
+def test_fit_cases(case_id: str, category: str) -> None:
+    case = _fit(case_id)
+    code = case.get("exit_code")
+    d = classify(
+        str(case["log"]),
+        engine=str(case["engine"]),
+        exit_code=code if isinstance(code, int) else None,
+    )
+    assert d.label == category
+    assert all(
+        line in str(case["log"]).splitlines() or line.startswith("stage reached")
+        for line in d.evidence
+    )
+
+
+def test_confidence_follows_the_strength_of_the_evidence() -> None:
+    strong = classify("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB\n")
+    weak = classify("Error: llama runner process has terminated: exit status 2\n")
+    none = classify("hello\n")
+    assert strong.confidence > weak.confidence > none.confidence
+    assert not strong.guessing and none.guessing
+    assert "guessing" not in strong.explain()
+
+
+def test_cli_says_when_it_is_guessing() -> None:
+    from click.testing import CliRunner
+
+    from bringup.cli.diagnose_cmd import diagnose
+
+    text = CliRunner().invoke(diagnose, ["-"], input="it does not work\n")
+    assert text.exit_code == 0, text.output
+    assert text.output.startswith("unknown: no failure signal in the log")
+    weak = CliRunner().invoke(diagnose, ["-", "--exit-code", "1"], input="it does not work\n")
+    assert "guessing" in weak.output.splitlines()[0]
+    data = json.loads(CliRunner().invoke(diagnose, ["-", "--json"], input="hello\n").output)
+    assert data["category"] == "unknown" and data["guessing"] is True
