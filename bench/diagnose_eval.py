@@ -7,10 +7,11 @@ labelled failure corpus of bench/data/diagnose/.
 Prints accuracy per engine, precision/recall per category, the confusion pairs
 (expected -> got), accuracy by confidence band, and as its last line
 ``accuracy=<float> n=<int>`` for the chosen split. A case is scored by the label
-``bringup diagnose`` shows: ``unknown`` (no failure signal in the log) always counts wrong. ``legacy`` is the 43 public cases the
-rules were first written from (a subset of fit; the old default run). For ``heldout`` the
-fit figure is printed on the line before, and case ids and log lines are never printed:
-whoever writes rules reads the held-out figure, never its cases.
+``bringup diagnose`` shows: ``unknown`` (no failure signal in the log) always counts wrong.
+``legacy`` is the 43 public cases the rules were first written from (a subset of fit;
+the old default run). For ``heldout`` the fit figure is printed on the line before, and
+case ids and log lines are never printed: whoever writes rules reads the held-out figure,
+never its cases.
 """
 
 from __future__ import annotations

@@ -25,8 +25,11 @@ def _fit(case_id: str) -> dict[str, object]:
     raise AssertionError(f"{case_id} is not in fit.jsonl")
 
 
+_QUIET = "INFO 01-01 10:00:00 [api_server.py:1] args: model=x\nINFO config=loaded\n"
+
+
 def test_no_signal_is_unknown_not_a_hang() -> None:
-    d = classify("The server did not work for me.\nAny idea?\n")
+    d = classify(_QUIET)
     assert not d.signal
     assert d.label == "unknown"
     assert d.guessing and d.confidence < 0.5
@@ -37,7 +40,7 @@ def test_no_signal_is_unknown_not_a_hang() -> None:
 
 def test_unknown_needs_an_unknown_exit() -> None:
     # the same text from a trial: still running is a hang, exited is a crash
-    text = "The server did not work for me.\n"
+    text = _QUIET
     assert classify(text, stage=Stage.READY).category is Category.STARTUP_TIMEOUT_OR_HANG
     exited = classify(text, exit_code=1)
     assert exited.signal and exited.category is Category.RUNTIME_CRASH and exited.guessing
@@ -243,7 +246,7 @@ def test_fit_cases(case_id: str, category: str) -> None:
 def test_confidence_follows_the_strength_of_the_evidence() -> None:
     strong = classify("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB\n")
     weak = classify("Error: llama runner process has terminated: exit status 2\n")
-    none = classify("hello\n")
+    none = classify(_QUIET)
     assert strong.confidence > weak.confidence > none.confidence
     assert not strong.guessing and none.guessing
     assert "guessing" not in strong.explain()
@@ -254,10 +257,21 @@ def test_cli_says_when_it_is_guessing() -> None:
 
     from bringup.cli.diagnose_cmd import diagnose
 
-    text = CliRunner().invoke(diagnose, ["-"], input="it does not work\n")
+    text = CliRunner().invoke(diagnose, ["-"], input=_QUIET)
     assert text.exit_code == 0, text.output
     assert text.output.startswith("unknown: no failure signal in the log")
-    weak = CliRunner().invoke(diagnose, ["-", "--exit-code", "1"], input="it does not work\n")
+    weak = CliRunner().invoke(diagnose, ["-", "--exit-code", "1"], input=_QUIET)
     assert "guessing" in weak.output.splitlines()[0]
-    data = json.loads(CliRunner().invoke(diagnose, ["-", "--json"], input="hello\n").output)
+    data = json.loads(CliRunner().invoke(diagnose, ["-", "--json"], input=_QUIET).output)
     assert data["category"] == "unknown" and data["guessing"] is True
+
+
+def test_a_log_of_loose_text_is_read_as_a_posted_answer_and_guessed() -> None:
+    log = (
+        "User: Hello\n\nLlama3: Hello!\n\nWhat is your name?\nThe\nLlama3\n"
+        " bot responds with a greeting and then asks the user for their name.\n"
+    )
+    d = classify(log)
+    assert d.category is Category.GARBAGE_OUTPUT
+    assert d.guessing and d.signal
+    assert d.evidence[0].startswith("the log is loose text")

@@ -28,18 +28,22 @@ from dataclasses import dataclass
 from bringup.diagnose.diagnosis import Diagnosis
 from bringup.diagnose.hang import diagnose_hang, stage_reached
 from bringup.diagnose.logtext import content, dedupe_key, log_lines, nonblank, redact
-from bringup.diagnose.outputtext import output_signals
+from bringup.diagnose.outputtext import output_signals, prose_lines
 from bringup.diagnose.pytrace import failed_importing, final_exception_lines, read_tracebacks
-from bringup.diagnose.ruleset import TRIGGERS, engine_remedy, rulesets_for
+from bringup.diagnose.ruleset import GENERIC_REMEDIES, TRIGGERS, engine_remedy, rulesets_for
 from bringup.verdict import Category, Stage
 
 _HEAD, _TAIL = 500, 4000  # huge logs: the start (argparse) and the end (the failure) matter
 _DECIDES = 0.75  # below this, nothing in the log explains the failure
 # fixed confidences of the fallbacks (calibrated on the fit corpus, see _confidence)
-_STALLED_CONFIDENCE = 0.5  # the log stops on a start-up phase: a hang, or a cut-off post
-_WEAK_CONFIDENCE = 0.5  # only "it stopped" lines: a crash, cause not shown
+# None of these names a cause, so all are guesses (below GUESS_BELOW): with the decisive
+# line of each fit case taken away, such fallbacks were right about one time in three.
+_STALLED_CONFIDENCE = 0.45  # the log stops on a start-up phase: a hang, or a cut-off post
+_WEAK_CONFIDENCE = 0.4  # only "it stopped" lines: a crash, cause not shown
+_ANSWER_CONFIDENCE = 0.3  # the log is an answer someone posted: its text is the complaint
 _NO_SIGNAL_CONFIDENCE = 0.1
-_SCALE = 2.0  # score above _DECIDES at which confidence is ~63% of the way to its top
+_ANSWER_SHARE, _ANSWER_CHARS = 0.6, 40
+_SCALE = 2.5  # score above _DECIDES at which confidence is ~63% of the way to its top
 _CEILING = 0.95
 _WEAK = 2.0  # a still-running engine with only "an error happened" lines is hanging
 _FINAL_EXC = 1.3
@@ -223,13 +227,28 @@ def _confidence(ranked: list[tuple[Category, float]]) -> float:
     second = ranked[1][1] if len(ranked) > 1 else 0.0
     strength = 1.0 - math.exp(-max(0.0, top - _DECIDES) / _SCALE)
     margin = (top - second) / top
-    return round(min(_CEILING, (0.5 + 0.45 * strength) * (0.8 + 0.2 * margin)), 2)
+    return round(min(_CEILING, (0.45 + 0.5 * strength) * (0.8 + 0.2 * margin)), 2)
 
 
 def _stalled(lines: list[str]) -> bool:
-    """The log ends on a start-up phase line: the engine was busy there when it stopped."""
-    phase, _ = stage_reached(nonblank(lines)[-3:])
+    """The log ends on a start-up phase line (or one plain line after it): the engine was
+    busy there when it stopped, with nothing after it that looks like an error."""
+    tail = nonblank(lines)[-2:]
+    if not tail or (len(tail) == 2 and passes_gate(content(tail[-1]))):
+        tail = tail[-1:]
+    phase, _ = stage_reached(tail)
     return phase is not None
+
+
+def _posted_answer(lines: list[str]) -> list[int]:
+    """The prose lines when the log is mostly loose text: an answer someone posted as the
+    complaint (its wrongness may not show to a detector, its presence does)."""
+    prose = prose_lines(lines)
+    body = nonblank(lines)
+    chars = sum(len(lines[i]) for i in prose)
+    if body and len(prose) >= _ANSWER_SHARE * len(body) and chars >= _ANSWER_CHARS:
+        return prose
+    return []
 
 
 def _unknown_exit(
@@ -252,6 +271,15 @@ def _unknown_exit(
             _evidence(won, lines),
             _remedy(category, won, hits, lines, engine),
             _WEAK_CONFIDENCE,
+        )
+    answer = _posted_answer(lines)
+    if answer:
+        return Diagnosis(
+            Category.GARBAGE_OUTPUT,
+            ["the log is loose text, not engine log lines: read as an answer posted as the fault"]
+            + [redact(lines[i].rstrip()) for i in answer[:2]],
+            GENERIC_REMEDIES[Category.GARBAGE_OUTPUT],
+            _ANSWER_CONFIDENCE,
         )
     tail = [redact(ln.rstrip()) for ln in nonblank(lines)[-3:]]
     return Diagnosis(

@@ -314,8 +314,57 @@ RULES = RuleSet(
             "timeout if it is only slow, or look at what it waits on",
             name="hang-evidence",
         ),
+        # --- 8. the message's own vocabulary, when no wording above is known -------------
+        # Weaker than every rule above (2-2.5, x1.3 on a final exception line), stronger
+        # than "an error happened": the noun and verb of an unknown message still say which
+        # part of the launch refused.
+        rule(
+            r"\b(?:model|architecture|checkpoint|quantization|tokenizer|format|layer|rope)"
+            r"(?:[_ ]type)?s?\b[^.]{0,80}?\b(?:is |are )?(?:not (?:yet )?supported|unsupported|"
+            r"not implemented|not recogni[sz]ed)|"
+            r"\b(?:unsupported|unknown|unrecogni[sz]ed) (?:model|architecture|quantization|"
+            r"tokenizer|rope|checkpoint|weight)",
+            C.MODEL_INCOMPATIBLE,
+            2.2,
+            name="message-model-refused",
+        ),
+        rule(
+            r"\b(?:invalid|unknown|unrecogni[sz]ed|unsupported) (?:argument|option|flag|value|"
+            r"parameter|setting|choice|config(?:uration)?|combination)|"
+            r"\bmust be (?:one of|a positive|positive|non-negative|between|in \[|set to)|"
+            r"\bexpected one of\b|\bis not a valid\b|\bcannot be (?:used|set|combined|enabled)|"
+            r"\bis required when\b|\bconflicts? with\b",
+            C.INVALID_CONFIG,
+            2.2,
+            name="message-setting-refused",
+        ),
+        rule(
+            r"\b(?:model|config|tokenizer|weights?|checkpoint|safetensors|file|path|directory|"
+            r"repo(?:sitory)?)\b[^.]{0,80}?\b(?:not found|does not exist|doesn't exist|"
+            r"could not be found|cannot be found|is missing)",
+            C.MODEL_LOAD_FAILURE,
+            2.2,
+            name="message-file-missing",
+        ),
     ),
     frame_rules=(
+        # the model type is not in the (too old) library's mapping
+        frame_rule(
+            r"KeyError|ValueError",
+            r"configuration_auto|CONFIG_MAPPING|model_registry|:resolve_model_cls",
+            C.MODEL_INCOMPATIBLE,
+            3,
+            "the installed library does not know this model type: a newer engine or "
+            "transformers, or --trust-remote-code",
+        ),
+        # validation code rejected a setting
+        frame_rule(
+            r"ValueError|AssertionError|TypeError|NotImplementedError|ValidationError",
+            r":_?(?:validate|verify)\w*|/(?:args|cli_args|engine_args|arg_utils)\.py|"
+            r":parse_args|:from_cli_args",
+            C.INVALID_CONFIG,
+            2.5,
+        ),
         # a tokenizer that cannot be built from the model's files
         frame_rule(
             r"TypeError|OSError|ValueError|RuntimeError|Exception",

@@ -12,7 +12,8 @@ answers on its own and runs the same garbage detectors the correctness check use
   garbage there is evidence when the stretch is long enough to judge.
 
 ``output_signals(lines)`` returns (line index, weight, reason) per finding. Log lines are
-never judged as text: a progress bar or a hex dump is not an answer.
+never judged as text: a progress bar or a hex dump is not an answer. ``prose_lines`` says
+which lines read as loose text (a log made only of them is a posted answer, not a log).
 """
 
 from __future__ import annotations
@@ -109,6 +110,21 @@ def _field_value(text: str) -> str | None:
     return m.group("value")
 
 
+def _is_prose(raw: str, text: str) -> bool:
+    return bool(
+        text
+        and not _LOGGISH.search(text)
+        and not _NOT_PROSE_RAW.search(raw)
+        and not _NOT_PROSE_RAW.search(text)
+        and not _CODE.search(text)
+    )
+
+
+def prose_lines(lines: list[str]) -> list[int]:
+    """Indices of the lines that read as loose text, not as log lines or code."""
+    return [i for i, raw in enumerate(lines) if raw.strip() and _is_prose(raw, content(raw))]
+
+
 def output_signals(lines: list[str]) -> list[tuple[int, float, str]]:
     """(line index, weight, reason) for each answer in the log that is empty or garbage."""
     found: list[tuple[int, float, str]] = []
@@ -139,13 +155,7 @@ def output_signals(lines: list[str]) -> list[tuple[int, float, str]]:
             if reason:
                 found.append((i, _FIELD_WEIGHT, reason))
             continue
-        if (
-            text
-            and not _LOGGISH.search(text)
-            and not _NOT_PROSE_RAW.search(raw)
-            and not _NOT_PROSE_RAW.search(text)
-            and not _CODE.search(text)
-        ):
+        if _is_prose(raw, text):
             prose.append(i)
         else:
             flush()
