@@ -132,6 +132,19 @@ def test_hang_words_are_evidence_of_a_hang() -> None:
             Category.MODEL_INCOMPATIBLE,
         ),
         ("Error: llama runner process no longer running: -1", Category.RUNTIME_CRASH),
+        # CUDA error names and exit codes that say more than "it failed"
+        ("AssertionError: Torch not compiled with CUDA enabled", Category.MISSING_DEPENDENCY),
+        ("RuntimeError: CUDA error: invalid device ordinal", Category.INVALID_CONFIG),
+        (
+            "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: "
+            "135168, Hardware limit: 101376",
+            Category.UNSUPPORTED_HARDWARE,
+        ),
+        ("server process exited with code 139", Category.RUNTIME_CRASH),
+        # an unknown wording still says which part refused
+        ("ValueError: rope type 'yarn2' is not supported", Category.MODEL_INCOMPATIBLE),
+        ("ValueError: invalid value for option scheduling_policy", Category.INVALID_CONFIG),
+        ("OSError: tokenizer file does not exist in /models/x", Category.MODEL_LOAD_FAILURE),
     ],
 )
 def test_general_signals(log: str, category: Category) -> None:

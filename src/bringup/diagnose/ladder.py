@@ -121,6 +121,27 @@ RULES = RuleSet(
             2.5,
             name="assertion-failed",
         ),
+        rule(
+            r"exit(?:ed)? (?:with )?(?:code|status)[: ]+(?:139|134|-11|-6)\b",
+            C.RUNTIME_CRASH,
+            2.5,
+            name="crash-exit-code",
+        ),
+        rule(
+            r"exit(?:ed)? (?:with )?(?:code|status)[: ]+(?:132|-4)\b",
+            C.UNSUPPORTED_HARDWARE,
+            4,
+            _CPU,
+            name="sigill-exit-code",
+        ),
+        rule(
+            r"0xc0000135\b|3221225781\b|STATUS_DLL_NOT_FOUND",
+            C.MISSING_DEPENDENCY,
+            4,
+            "a DLL the engine needs is missing (often the Visual C++ runtime or the CUDA "
+            "runtime): install it",
+            name="windows-dll-not-found",
+        ),
         # --- 3. allocators that say which memory ran out ----------------------------------
         rule(
             r"Not enough memory to handle \d+ (?:prefill )?tokens|"
@@ -169,6 +190,35 @@ RULES = RuleSet(
             "a kernel compile failed: install the C/CUDA toolchain and headers the JIT "
             "needs (gcc, python3-dev, CUDA toolkit)",
             name="toolchain-failed",
+        ),
+        # --- CUDA and ROCm error names that say more than "a CUDA error" ---------------
+        rule(
+            r"Torch not compiled with CUDA enabled|cudaErrorInsufficientDriver|"
+            r"cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|CUDA_ERROR_NOT_INITIALIZED|"
+            r"failed to initialize CUDA|HSA_STATUS_ERROR_OUT_OF_RESOURCES.*init",
+            C.MISSING_DEPENDENCY,
+            4.5,
+            "the engine cannot reach a GPU through CUDA/ROCm: install the GPU build of the "
+            "framework and a driver that fits it, and check the device is visible",
+            name="gpu-runtime-unavailable",
+        ),
+        rule(
+            r"invalid device ordinal|cudaErrorInvalidDevice\b",
+            C.INVALID_CONFIG,
+            4.5,
+            "the configuration asks for more GPUs (or another GPU index) than are visible: "
+            "lower the parallel size or fix CUDA_VISIBLE_DEVICES",
+            name="gpu-index-not-visible",
+        ),
+        rule(
+            r"OutOfResources: out of resource: shared memory|"
+            r"CUBLAS_STATUS_NOT_SUPPORTED|CUDNN_STATUS_NOT_SUPPORTED|"
+            r"cudaErrorUnsupportedPtxVersion|cudaErrorNotSupported",
+            C.UNSUPPORTED_HARDWARE,
+            4,
+            "the kernel's configuration does not fit this GPU: choose another backend "
+            "or kernel, or a GPU it was written for",
+            name="kernel-does-not-fit-gpu",
         ),
         # --- 5. argument validation, whatever the parser ---------------------------------
         rule(

@@ -254,6 +254,11 @@ TRIGGERS: tuple[str, ...] = (
     "+0x",
     "_assert",
     "shape",
+    "3221225781",
+    "exited",
+    "exit code",
+    "ordinal",
+    "resource",
 )
 
 
