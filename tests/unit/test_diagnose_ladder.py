@@ -141,6 +141,10 @@ def test_hang_words_are_evidence_of_a_hang() -> None:
             Category.UNSUPPORTED_HARDWARE,
         ),
         ("server process exited with code 139", Category.RUNTIME_CRASH),
+        (
+            "TimeoutError: timed out after 600 s waiting for the workers",
+            Category.STARTUP_TIMEOUT_OR_HANG,
+        ),
         # an unknown wording still says which part refused
         ("ValueError: rope type 'yarn2' is not supported", Category.MODEL_INCOMPATIBLE),
         ("ValueError: invalid value for option scheduling_policy", Category.INVALID_CONFIG),

@@ -257,6 +257,7 @@ TRIGGERS: tuple[str, ...] = (
     "3221225781",
     "exited",
     "exit code",
+    "deadline",
     "ordinal",
     "resource",
 )

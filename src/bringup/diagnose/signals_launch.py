@@ -1,0 +1,243 @@
+"""The ladder's launch half: what the launch refused, whichever engine refused it.
+
+Argument validation as any parser phrases it and requests longer than the context; model
+files refused by format version versus files that are not a model; evidence of a hang; and,
+weakest, the vocabulary of a message no rule knows (which noun refused, with which verb).
+Assembled with :mod:`bringup.diagnose.signals_runtime` by :mod:`bringup.diagnose.ladder`.
+"""
+
+from __future__ import annotations
+
+from bringup.diagnose.rule import FrameRule, Rule, frame_rule, rule
+from bringup.verdict import Category as C
+
+_CONTEXT = (
+    "the request is longer than the configured context: shorten the prompt or max tokens, "
+    "or raise the context length the engine serves"
+)
+_ARGS = "fix the flag or value the launcher rejected (check the engine's --help)"
+
+RULES: tuple[Rule, ...] = (
+    # --- 5. argument validation, whatever the parser ---------------------------------
+    rule(
+        r"error: invalid value '[^']*' for '-{1,2}[\w-]+|"
+        r"error: unexpected argument '-{1,2}[\w-]+'|Found argument '[^']+' which wasn't "
+        r"expected|flag provided but not defined: -|-{1,2}[\w-]+:? unknown argument|"
+        r"invalid parameter for argument|failed to parse flags|"
+        r"unknown (?:option|flag|argument)s?:? '?-{1,2}[\w-]+|unrecognized option '?-",
+        C.INVALID_CONFIG,
+        5,
+        _ARGS,
+        name="cli-rejected",
+    ),
+    rule(
+        r"ArgumentValidation|`\w+`\s*(?:\(\d+\)\s*)?must be (?:<=?|>=?|lower|greater|smaller|"
+        r"larger|less|at (?:most|least)|strictly)|"
+        r"\b\w*(?:max|min|num|size|len|tokens)\w* must be (?:<=?|>=?|less|greater|at "
+        r"(?:most|least))",
+        C.INVALID_CONFIG,
+        4.5,
+        "one setting must stay below another (e.g. max input tokens below max total "
+        "tokens): change the values the message names",
+        name="bound-validation",
+    ),
+    rule(
+        r"is longer than the (?:model's )?(?:maximum )?context length|"
+        r"maximum context length is \d+ tokens|"
+        r"exceeds? (?:the )?(?:model's |available )?(?:maximum )?(?:context|max_model_len|"
+        r"max_seq_len|n_ctx)\b|"
+        r"(?:prompt|input|request) (?:is )?too long|"
+        r"(?:prompt|input)(?: length)? \(?\d+(?: tokens)?\)? (?:exceeds|is longer than|"
+        r"is larger than)",
+        C.INVALID_CONFIG,
+        4.5,
+        _CONTEXT,
+        name="request-longer-than-context",
+    ),
+    rule(
+        r"cannot assign requested address|\[Errno 99\]|EADDRNOTAVAIL",
+        C.INVALID_CONFIG,
+        5,
+        "the host address to bind is not on this machine (or IPv6 is off): bind "
+        "127.0.0.1 or an address this host has",
+        name="bind-address-not-here",
+    ),
+    rule(
+        r"listen tcp [\w.:\[\]-]*:\d+: bind: |bind\(\) to [\w.:]+ failed|"
+        r"only one usage of each socket address",
+        C.PORT_IN_USE,
+        4,
+        "another process holds the port: stop it or let bringup pick a free port",
+        name="listen-bind-failed",
+    ),
+    # parallel sizes that do not multiply to the number of ranks
+    rule(
+        r"(?:mpi_?size|world_?size|num_?gpus|n_?ranks)\s*==\s*\w*(?:tp|pp|parallel)\w*\s*\*|"
+        r"world size \(?\d+\)? (?:does not|doesn't) (?:match|equal)",
+        C.INVALID_CONFIG,
+        4.5,
+        "the number of ranks must equal tensor x pipeline parallel size: launch as many "
+        "ranks as tp*pp, or change the parallel sizes",
+        name="world-size-mismatch",
+    ),
+    rule(
+        r"Failed: MPI error|MPI_ERR_\w+|MPI error \d+",
+        C.DISTRIBUTED_FAILURE,
+        4.5,
+        "MPI between ranks failed: check the MPI launch (mpirun -n, UCX/OMPI settings) "
+        "and the interconnect",
+        name="mpi-error",
+    ),
+    # --- 6. model files: refused format version vs not a model at all ----------------
+    rule(
+        r"unknown \(magic, version\) combination|is this really a GGML file|"
+        r"bad magic \[got 0x[0-9a-f]+ want|invalid model file .*\(bad magic|"
+        r"(?:too old|unsupported) (?:GGML|GGUF|model file) (?:format|version)|"
+        r"this format is no longer supported",
+        C.MODEL_INCOMPATIBLE,
+        5.5,
+        "the file's format version does not match this loader (old GGML vs GGUF): "
+        "convert the model for this build, or use the build of its era",
+        name="model-format-version",
+    ),
+    rule(
+        r"invalid file magic|not a valid GGUF|failed to parse GGUF",
+        C.MODEL_LOAD_FAILURE,
+        4.5,
+        "the file is not a model file (an HTML page, a git-lfs pointer, a partial "
+        "download or safetensors where GGUF is expected): fetch the real file",
+        name="file-not-a-model",
+    ),
+    rule(
+        r"max retries exceeded|error pulling|failed to (?:download|fetch) (?:the )?"
+        r"(?:model|weights|file|manifest)|download (?:failed|interrupted)",
+        C.MODEL_LOAD_FAILURE,
+        4,
+        "the model download failed: retry, check the network/proxy, or pre-download",
+        name="download-failed",
+    ),
+    rule(
+        r"Invalid repository ID or local directory",
+        C.MODEL_LOAD_FAILURE,
+        5.5,
+        "check the model path/name and access (accept the licence, log in to the hub, "
+        "or point at a local copy)",
+        name="model-path-invalid",
+    ),
+    rule(
+        r"weight [\w.]+ does not exist|(?:Missing|Unexpected) key\(?s\)? in state_dict|"
+        r"no (?:weight|tensor) named [\w.'\"]+ in|cannot find tensor [\w.'\"]+",
+        C.MODEL_INCOMPATIBLE,
+        4.5,
+        "the checkpoint's weight names do not match this engine's model code: use a "
+        "checkpoint layout/architecture the engine supports",
+        name="weight-name-missing",
+    ),
+    rule(
+        r"architectures? \[?[\w', ]*\]? (?:are|is) not (?:yet )?supported|"
+        r"(?:sharded|sharding|tensor parallel(?:ism)?) is not supported for|"
+        r"(?:does not|doesn't) support head ?dim",
+        C.MODEL_INCOMPATIBLE,
+        4.5,
+        name="model-not-supported",
+    ),
+    rule(
+        r"not supported (?:in|on|by) (?:this|your|the current) (?:architecture|GPU|device|"
+        r"hardware|platform)|\b(?:amd)?gpu is not supported|gfx\d+\w* (?:is )?not supported|"
+        r"fp8e4nv not supported|requires Flash Attention enabled models",
+        C.UNSUPPORTED_HARDWARE,
+        5,
+        "no kernel for this GPU: choose a backend, dtype or build that supports it",
+        name="no-kernel-for-this-gpu",
+    ),
+    # --- 7. evidence of a hang --------------------------------------------------------
+    rule(
+        r"<\s*hangs?\b|\bhangs? (?:for|forever|at|after|indefinitely)|"
+        r"\b(?:is|gets|got|stays?) stuck\b|Waiting for shard (?:\d+ )?to be ready|"
+        r"taken more than \d+s to initialize|timed out waiting for|"
+        r"never (?:becomes|became) (?:ready|healthy)",
+        C.STARTUP_TIMEOUT_OR_HANG,
+        3,
+        "the engine stopped making progress: see the stage it reached, raise the start "
+        "timeout if it is only slow, or look at what it waits on",
+        name="hang-evidence",
+    ),
+    # a timeout with no collective named (NCCL/gloo timeouts score higher above)
+    rule(
+        r"\bTimeoutError\b|\btimed out after \d+|\btimeout (?:after|of \d|expired|reached)|"
+        r"\bReadTimeout\b|deadline exceeded",
+        C.STARTUP_TIMEOUT_OR_HANG,
+        2.5,
+        "something the engine waited on never answered: see what it waited on (the "
+        "lines before), raise the timeout if it is only slow",
+        name="timeout",
+    ),
+    # --- 8. the message's own vocabulary, when no wording above is known -------------
+    # Weaker than every rule above (2-2.5, x1.3 on a final exception line), stronger
+    # than "an error happened": the noun and verb of an unknown message still say which
+    # part of the launch refused.
+    rule(
+        r"\b(?:model|architecture|checkpoint|quantization|tokenizer|format|layer|rope)"
+        r"(?:[_ ]type)?s?\b[^.]{0,80}?\b(?:is |are )?(?:not (?:yet )?supported|unsupported|"
+        r"not implemented|not recogni[sz]ed)|"
+        r"\b(?:unsupported|unknown|unrecogni[sz]ed) (?:model|architecture|quantization|"
+        r"tokenizer|rope|checkpoint|weight)",
+        C.MODEL_INCOMPATIBLE,
+        2.2,
+        name="message-model-refused",
+    ),
+    rule(
+        r"\b(?:invalid|unknown|unrecogni[sz]ed|unsupported) (?:argument|option|flag|value|"
+        r"parameter|setting|choice|config(?:uration)?|combination)|"
+        r"\bmust be (?:one of|a positive|positive|non-negative|between|in \[|set to)|"
+        r"\bexpected one of\b|\bis not a valid\b|\bcannot be (?:used|set|combined|enabled)|"
+        r"\bis required when\b|\bconflicts? with\b",
+        C.INVALID_CONFIG,
+        2.2,
+        name="message-setting-refused",
+    ),
+    rule(
+        r"\b(?:model|config|tokenizer|weights?|checkpoint|safetensors|file|path|directory|"
+        r"repo(?:sitory)?)\b[^.]{0,80}?\b(?:not found|does not exist|doesn't exist|"
+        r"could not be found|cannot be found|is missing)",
+        C.MODEL_LOAD_FAILURE,
+        2.2,
+        name="message-file-missing",
+    ),
+)
+
+FRAME_RULES: tuple[FrameRule, ...] = (
+    # the model type is not in the (too old) library's mapping
+    frame_rule(
+        r"KeyError|ValueError",
+        r"configuration_auto|CONFIG_MAPPING|model_registry|:resolve_model_cls",
+        C.MODEL_INCOMPATIBLE,
+        3,
+        "the installed library does not know this model type: a newer engine or "
+        "transformers, or --trust-remote-code",
+    ),
+    # validation code rejected a setting
+    frame_rule(
+        r"ValueError|AssertionError|TypeError|NotImplementedError|ValidationError",
+        r":_?(?:validate|verify)\w*|/(?:args|cli_args|engine_args|arg_utils)\.py|"
+        r":parse_args|:from_cli_args",
+        C.INVALID_CONFIG,
+        2.5,
+    ),
+    # a tokenizer that cannot be built from the model's files
+    frame_rule(
+        r"TypeError|OSError|ValueError|RuntimeError|Exception",
+        r"sentencepiece|tokenization_\w+\.py:__init__|LoadFromFile",
+        C.MODEL_INCOMPATIBLE,
+        2.5,
+        "the model's tokenizer files do not fit the tokenizer class: check the "
+        "tokenizer files, or pass the matching tokenizer",
+    ),
+    # an exception raised while picking the model implementation
+    frame_rule(
+        r"NotImplementedError|ValueError",
+        r"models/__init__\.py:get_model|model_registry|:get_model_architecture",
+        C.MODEL_INCOMPATIBLE,
+        2.5,
+    ),
+)

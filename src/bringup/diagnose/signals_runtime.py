@@ -1,0 +1,200 @@
+"""The ladder's runtime half: how the process failed, from signals any engine's log carries.
+
+The final Python exception by type (version skew between packages, a plain ``NoneType``
+crash), signals and exit codes written in the log, assertion and stack-dump lines,
+allocators that say which memory ran out, libraries, loaders, drivers and toolchains, and
+CUDA/ROCm error names that say more than "a CUDA error". Assembled with
+:mod:`bringup.diagnose.signals_launch` into one rule set by :mod:`bringup.diagnose.ladder`.
+"""
+
+from __future__ import annotations
+
+from bringup.diagnose.rule import Rule, rule
+from bringup.verdict import Category as C
+
+_VERSIONS = (
+    "two installed packages are of versions that do not fit together: install the versions "
+    "the engine release pins (see the package named in the traceback)"
+)
+_CPU = (
+    "the build uses CPU instructions this machine lacks (e.g. AVX2/AVX-512): use a build "
+    "for this CPU"
+)
+
+RULES: tuple[Rule, ...] = (
+    # --- 1. the final exception: version skew between packages ------------------------
+    rule(
+        r"AttributeError: module '[\w.]+' has no attribute|"
+        r"AttributeError: (?!'NoneType')'?[\w.]+'? (?:object )?has no attribute|"
+        r"AttributeError: type object '[\w.]+' has no attribute",
+        C.MISSING_DEPENDENCY,
+        3.5,
+        _VERSIONS,
+        name="attribute-missing-version-skew",
+    ),
+    rule(
+        r"got an unexpected keyword argument|"
+        r"TypeError: .*missing \d+ required (?:positional|keyword-only) argument|"
+        r"TypeError: .*takes \d+ positional arguments? but \d+ (?:was|were) given",
+        C.MISSING_DEPENDENCY,
+        3.5,
+        _VERSIONS,
+        name="call-signature-version-skew",
+    ),
+    rule(
+        r"NameError: name '\w*(?:_C|_ops|ops|_kernels?)' is not defined",
+        C.MISSING_DEPENDENCY,
+        3.5,
+        "the engine's compiled extension was not built or not found: reinstall the "
+        "engine (or build it in place) for this Python/PyTorch",
+        name="compiled-ops-missing",
+    ),
+    rule(
+        r"AttributeError: 'NoneType' object has no attribute",
+        C.RUNTIME_CRASH,
+        2,
+        name="none-attribute",
+    ),
+    rule(
+        r"data did not match any variant of untagged enum",
+        C.MISSING_DEPENDENCY,
+        4.5,
+        "the tokenizer file is newer than the installed tokenizers library: upgrade "
+        "tokenizers/transformers",
+        name="tokenizers-too-old",
+    ),
+    # --- 2. signals and exit codes named in the log -----------------------------------
+    rule(
+        r"Illegal instruction|\bSIGILL\b|\bsignal 4\b|signal: illegal instruction|"
+        r"trap invalid opcode|0xc000001d\b|STATUS_ILLEGAL_INSTRUCTION",
+        C.UNSUPPORTED_HARDWARE,
+        5,
+        _CPU,
+        name="sigill",
+    ),
+    rule(
+        r"\bsignal 11\b|signal: segmentation fault|0xc0000005\b|access violation|"
+        r"exit status 0xc0000409|STATUS_STACK_BUFFER_OVERRUN|\bsignal 6\b|"
+        r"signal: aborted",
+        C.RUNTIME_CRASH,
+        2.5,
+        name="crash-signal",
+    ),
+    # a supervisor saying its worker died, without the worker's reason
+    rule(
+        r"runner process (?:has terminated|no longer running)|"
+        r"Shard \d+ failed to start|ShardCannotStart|Shard process was signaled|"
+        r"error trying to connect|Worker proc \S+ died unexpectedly|"
+        r"worker (?:process )?died|process (?:exited|terminated) unexpectedly",
+        C.RUNTIME_CRASH,
+        1.5,
+        name="worker-died",
+    ),
+    # a Go program's stack dump (Ollama's runner) and C/C++ assertions: it crashed
+    rule(r"\.go:\d+ \+0x[0-9a-f]+", C.RUNTIME_CRASH, 1.5, name="go-stack-dump"),
+    rule(
+        r"\b[A-Z]+_ASSERT\b|\bAssertion [`'\"(]?.{1,200}?[`'\")]? failed|assertion failed",
+        C.RUNTIME_CRASH,
+        2.5,
+        name="assertion-failed",
+    ),
+    rule(
+        r"exit(?:ed)? (?:with )?(?:code|status)[: ]+(?:139|134|-11|-6)\b",
+        C.RUNTIME_CRASH,
+        2.5,
+        name="crash-exit-code",
+    ),
+    rule(
+        r"exit(?:ed)? (?:with )?(?:code|status)[: ]+(?:132|-4)\b",
+        C.UNSUPPORTED_HARDWARE,
+        4,
+        _CPU,
+        name="sigill-exit-code",
+    ),
+    rule(
+        r"0xc0000135\b|3221225781\b|STATUS_DLL_NOT_FOUND",
+        C.MISSING_DEPENDENCY,
+        4,
+        "a DLL the engine needs is missing (often the Visual C++ runtime or the CUDA "
+        "runtime): install it",
+        name="windows-dll-not-found",
+    ),
+    # --- 3. allocators that say which memory ran out ----------------------------------
+    rule(
+        r"Not enough memory to handle \d+ (?:prefill )?tokens|"
+        r"decrease `?--max-batch-prefill-tokens",
+        C.OOM_GPU,
+        5,
+        "the warm-up batch does not fit in GPU memory: lower --max-batch-prefill-tokens "
+        "(and --max-batch-total-tokens) or use more GPUs",
+        name="prefill-budget",
+    ),
+    rule(
+        r"Error Code 2: OutOfMemory|OutOfMemory \(Requested size was|"
+        r"out of (?:GPU|device|video) memory",
+        C.OOM_GPU,
+        5,
+        name="allocator-out-of-device-memory",
+    ),
+    # --- 4. libraries, loaders, drivers and toolchains --------------------------------
+    rule(
+        r"failed to map segment from shared object|Unable to load dynamic (?:server )?library|"
+        r"cannot load library|could not load library",
+        C.MISSING_DEPENDENCY,
+        4,
+        "a shared library could not be loaded (missing, wrong version, or a noexec "
+        "temporary directory): reinstall, or point the temp dir at an executable mount",
+        name="library-load",
+    ),
+    rule(
+        r"forward compatibility was attempted on non supported HW|"
+        r"cudaErrorCompatNotSupportedOnDevice|Unexpected error from cudaGetDeviceCount|"
+        r"nvidia-container-cli: requirement error|unsatisfied condition: cuda|"
+        r"please update your (?:GPU |NVIDIA )?driver|"
+        r"driver version is (?:too old|insufficient)",
+        C.MISSING_DEPENDENCY,
+        4.5,
+        "the GPU driver does not fit the CUDA build of the engine or image: update the "
+        "driver or use an image built for this driver's CUDA version",
+        name="driver-cuda-mismatch",
+    ),
+    rule(
+        r"Command '\[?['\"]?[^'\"]*(?:gcc|g\+\+|cc|clang|nvcc|ninja|c\+\+)['\"].*"
+        r"returned non-zero exit status|error: command '[^']*(?:gcc|nvcc|cl\.exe)' failed|"
+        r"(?:gcc|nvcc|clang): (?:error|fatal error):",
+        C.MISSING_DEPENDENCY,
+        3.5,
+        "a kernel compile failed: install the C/CUDA toolchain and headers the JIT "
+        "needs (gcc, python3-dev, CUDA toolkit)",
+        name="toolchain-failed",
+    ),
+    # --- CUDA and ROCm error names that say more than "a CUDA error" ---------------
+    rule(
+        r"Torch not compiled with CUDA enabled|cudaErrorInsufficientDriver|"
+        r"cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|CUDA_ERROR_NOT_INITIALIZED|"
+        r"failed to initialize CUDA|HSA_STATUS_ERROR_OUT_OF_RESOURCES.*init",
+        C.MISSING_DEPENDENCY,
+        4.5,
+        "the engine cannot reach a GPU through CUDA/ROCm: install the GPU build of the "
+        "framework and a driver that fits it, and check the device is visible",
+        name="gpu-runtime-unavailable",
+    ),
+    rule(
+        r"invalid device ordinal|cudaErrorInvalidDevice\b",
+        C.INVALID_CONFIG,
+        4.5,
+        "the configuration asks for more GPUs (or another GPU index) than are visible: "
+        "lower the parallel size or fix CUDA_VISIBLE_DEVICES",
+        name="gpu-index-not-visible",
+    ),
+    rule(
+        r"OutOfResources: out of resource: shared memory|"
+        r"CUBLAS_STATUS_NOT_SUPPORTED|CUDNN_STATUS_NOT_SUPPORTED|"
+        r"cudaErrorUnsupportedPtxVersion|cudaErrorNotSupported",
+        C.UNSUPPORTED_HARDWARE,
+        4,
+        "the kernel's configuration does not fit this GPU: choose another backend "
+        "or kernel, or a GPU it was written for",
+        name="kernel-does-not-fit-gpu",
+    ),
+)
