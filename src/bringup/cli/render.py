@@ -160,8 +160,10 @@ def results_table(outcome: SweepOutcome, spec: Spec) -> Table:
         padding=(0, 1),
     )
     table.add_column("#", justify="right", overflow="fold")
-    table.add_column("flags", overflow="fold", ratio=2)
-    table.add_column("verdict", overflow="fold", ratio=2)
+    table.add_column("flags", overflow="fold", ratio=1)
+    # wide enough for the longest category on its own line: words wrap, none is split
+    longest = max((len(r.failure.category.value) for r in outcome.results if r.failure), default=8)
+    table.add_column("verdict", overflow="fold", min_width=min(longest, 24))
     table.add_column("dec t/s", justify="right", overflow="fold")
     table.add_column("TTFT ms", justify="right", overflow="fold")
     table.add_column("out t/s", justify="right", overflow="fold")
