@@ -59,6 +59,8 @@ def _sweep(
     line = ProgressLine(spec)
     with Live(line, console=console, refresh_per_second=4, transient=False):
         outcome = asyncio.run(run_sweep(prep, store, options, line.update))
+    if not console.is_terminal:
+        console.line()  # a file or pipe gets Live's last frame without its line end
     print_outcome(console, outcome, spec)
     console.print(Text(f"logs: {printable(outcome.run_dir)}"))
     if outcome.winner is None:
