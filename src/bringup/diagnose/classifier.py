@@ -201,8 +201,10 @@ def _evidence(hits: list[_Hit], lines: list[str], limit: int = 3) -> list[str]:
 
 
 def _remedy(
-    category: Category, won: list[_Hit], hits: list[_Hit], lines: list[str], engine: str | None
+    category: Category, won: list[_Hit], lines: list[str], engine: str | None
 ) -> str | None:
+    """The winning rules' own remedy, else a hint the decisive line gives, else the
+    engine's remedy for the category."""
     for h in sorted(won, key=lambda h: -h.score):
         if h.remedy:
             return h.remedy
@@ -211,9 +213,8 @@ def _remedy(
         m = _HINT.search(content(lines[idx]))
         if m:
             return m.group(1).strip().rstrip(",;:")
-    for h in hits:  # a remedy attached to the same line by a rule of another category
-        if h.index in decisive and h.remedy:
-            return h.remedy
+    # never a remedy of another category's rule, even on the same line: it would send the
+    # user after a cause the diagnosis did not find
     return engine_remedy(engine, category)
 
 
@@ -269,7 +270,7 @@ def _unknown_exit(
         return Diagnosis(
             category,
             _evidence(won, lines),
-            _remedy(category, won, hits, lines, engine),
+            _remedy(category, won, lines, engine),
             _WEAK_CONFIDENCE,
         )
     answer = _posted_answer(lines)
@@ -316,7 +317,7 @@ def classify(
         return Diagnosis(
             category,
             _evidence(won, lines),
-            _remedy(category, won, hits, lines, engine),
+            _remedy(category, won, lines, engine),
             _confidence(ranked),
         )
     if exit_code is None and stage in (Stage.LAUNCHING, Stage.READY):
