@@ -56,3 +56,16 @@ def test_watchdog_scales_with_measured_itl_and_concurrency() -> None:
     assert watch is not None and watch.gap_s == 10.0  # 20 x 0.5 s
     assert watch.first_s >= 2 * 4 * 1.1  # may queue behind four whole requests
     assert expected_from([], concurrency=1) is None  # nothing measured: no watchdog
+
+
+async def test_a_stall_from_the_first_stream_is_caught_by_the_idle_sentinels_timing() -> None:
+    # every stream after the preparation's probe stalls: no stream was ever timed whole, so
+    # the watchdog comes from the idle (not streamed) sentinel requests
+    fake = FakeServerConfig(event_rate=100, stall_after_events=5, stall_after_requests=1)
+    async with FakeServer(fake) as srv:
+        started = time.monotonic()
+        report = await run_benchmark(srv.url, _cfg(sentinels=("The Eiffel Tower is in",)))
+        took = time.monotonic() - started
+    assert took < 60, took
+    assert report.levels[0].stall is not None
+    assert check_under_load(report.levels).category is Category.STARTUP_TIMEOUT_OR_HANG

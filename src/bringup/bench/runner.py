@@ -22,7 +22,7 @@ from bringup.bench.prompts import prepare
 from bringup.bench.records import RequestRecord, now
 from bringup.bench.report import BenchReport, LevelResult, level_result, load_notes
 from bringup.bench.sentinels import SentinelsUnderLoad, answer_all
-from bringup.bench.stall import StallWatch, expected_from
+from bringup.bench.stall import StallWatch, expected_from, from_requests
 from bringup.bench.workers import ClientProcesses, Window, drive, run_on_fast_loop
 
 _POOL_CAP = 1024  # distinct prompts kept; duration-bounded levels cycle through them
@@ -71,13 +71,16 @@ async def run_benchmark(base_url: str, cfg: BenchConfig) -> BenchReport:
             plan: list[tuple[Literal["concurrency", "rate"], float]] = [
                 ("concurrency", float(c)) for c in cfg.concurrency
             ] + [("rate", r) for r in cfg.request_rate]
+            asked = time.monotonic()
             idle = await answer_all(session, base_url, run_cfg) if cfg.sentinels else []
+            answered = [a for a in idle if a is not None]
+            idle_s = (time.monotonic() - asked) / len(answered) if answered else None
             basis: list[RequestRecord] = []  # the first requests answered: the watchdog's basis
             for kind, value in plan:
                 windows: list[WindowFigures] = []
                 merged = LevelRun()
                 watch = SentinelsUnderLoad(session, base_url, run_cfg)
-                stall_watch = _stall_watch(cfg, basis, kind, value)
+                stall_watch = _stall_watch(cfg, basis, kind, value, idle_s)
                 for rep in range(cfg.repeats):
                     warm_c = int(value) if kind == "concurrency" else 1
                     async with stream_pool(base_url, run_cfg) as warm:
@@ -86,7 +89,7 @@ async def run_benchmark(base_url: str, cfg: BenchConfig) -> BenchReport:
                             stall_watch,
                         )  # fmt: skip
                     basis = basis or [r for r in warmed.records if r.ok]
-                    stall_watch = stall_watch or _stall_watch(cfg, basis, kind, value)
+                    stall_watch = _stall_watch(cfg, basis, kind, value, idle_s)
                     if warmed.stalled:
                         merged.merge(warmed)
                         break
@@ -168,12 +171,23 @@ async def _measure(
 
 
 def _stall_watch(
-    cfg: BenchConfig, basis: list[RequestRecord], kind: str, value: float
+    cfg: BenchConfig,
+    basis: list[RequestRecord],
+    kind: str,
+    value: float,
+    idle_request_s: float | None = None,
 ) -> StallWatch | None:
-    if not cfg.stall_watchdog or not basis:
+    """From timed streams when there are some, else from the idle sentinels' time."""
+    if not cfg.stall_watchdog:
         return None
     streams = int(value) if kind == "concurrency" else max(1, cfg.max_concurrency or 1)
-    return expected_from(basis, streams, cfg.stall_factor, cfg.stall_floor_s)
+    if basis:
+        return expected_from(basis, streams, cfg.stall_factor, cfg.stall_floor_s)
+    if idle_request_s is None:
+        return None
+    return from_requests(
+        idle_request_s, cfg.sentinel_tokens, streams, cfg.stall_factor, cfg.stall_floor_s
+    )
 
 
 def _sentinel_timeout(cfg: BenchConfig, watch: StallWatch | None) -> float:

@@ -8,8 +8,10 @@ silence instead: once a stream has produced its first body bytes, no new bytes f
 request as a ``stall``; before the first bytes, ``first_s`` bounds the wait (it covers
 queueing behind the other streams, so it scales with the concurrency).
 
-Expected times come from the benchmark's own idle warm-up (:func:`expected_from`); a
-watchdog is armed only from measured figures. A stall is a hang, not slowness: a server
+Expected times come from the benchmark's own idle warm-up (:func:`expected_from`) or,
+before any stream was timed, from the idle sentinel requests (:func:`from_requests`: a
+whole request's time over its tokens overstates the inter-token time, so that watchdog is
+looser); a watchdog is armed only from measured figures. A stall is a hang, not slowness: a server
 that keeps producing tokens, however slowly against the reference, never trips it
 (judging slow-but-progressing servers is the request timeout's business).
 """
@@ -63,6 +65,19 @@ def expected_from(
     gap = max(floor_s, factor * itl)
     # a new request may wait for every stream ahead of it to finish (one slot) first
     first = max(floor_s, factor * ttft, 2.0 * concurrency * e2e + gap)
+    return StallWatch(gap_s=gap, first_s=first)
+
+
+def from_requests(
+    per_request_s: float,
+    tokens: int,
+    concurrency: int,
+    factor: float = FACTOR,
+    floor_s: float = FLOOR_S,
+) -> StallWatch:
+    """A watchdog from whole (not streamed) idle requests of ``tokens`` tokens each."""
+    gap = max(floor_s, factor * per_request_s / max(tokens, 1))
+    first = max(floor_s, factor * per_request_s, 2.0 * concurrency * per_request_s + gap)
     return StallWatch(gap_s=gap, first_s=first)
 
 
