@@ -72,6 +72,12 @@ def file_sha256(path: str) -> str | None:
     return _SHA_CACHE[key]
 
 
+def executable_sha256(program: str) -> str | None:
+    """Content hash of an executable named by path or found on PATH (cached like a file's)."""
+    found = shutil.which(program) or program
+    return file_sha256(os.path.realpath(found))
+
+
 def collect(engine: str, engine_version: str, model: str | None) -> dict[str, Any]:
     return {
         "cpu": cpu_model(),

@@ -93,6 +93,8 @@ def prepare(spec: Spec) -> PreparedSpec:
     model = spec.model.path
     finger = fp.collect(adapter.name, info.version, model)
     finger["engine_details"] = {k: v for k, v in info.details.items() if k != "binary"}
+    # a rebuilt engine may report the same version string: its executable's content cannot
+    finger["engine_sha256"] = fp.executable_sha256(adapter.locate(spec)[0])
     return PreparedSpec(spec, adapter, info.version, finger, fp.fingerprint_key(finger))
 
 

@@ -33,6 +33,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("bringup.cli.deploy_cmd", "deploy"),
     ("bringup.cli.watch_cmd", "watch"),
     ("bringup.cli.profile_cmd", "profile"),
+    ("bringup.cli.recheck_cmd", "recheck"),
 ]
 
 

@@ -1,0 +1,165 @@
+"""Re-verify a stored winner after an engine, driver or model change.
+
+``await recheck(store, run_id, runs_dir)`` loads a finished run, re-resolves its spec on
+this machine as it is now (so the fingerprint sees a replaced engine binary through its
+content hash even when the version string did not change, and Python engines' package
+versions), re-runs the reference and then the winner through the same gauntlet (checks
+and benchmark), and compares:
+
+- the fingerprint, key by key (what changed);
+- the winner's verdict (it passed before: any failure now is a regression);
+- its figures, each against the stored value with a noise band: the stored interval
+  across repeats where there is one, else ``DEFAULT_NOISE`` (run-to-run spread measured
+  on this project's CPU demo: 10-20%). A change beyond the band in the bad direction is a
+  regression; within it, noise.
+
+The reference's own change is reported beside the winner's: when both moved alike, the
+environment changed, not the configuration.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bringup.errors import BringupError
+from bringup.plan.base import PlannedTrial
+from bringup.spec import Spec
+from bringup.store import Store
+from bringup.sweep import prepare
+from bringup.trial import TrialContext, run_trial
+from bringup.verdict import TrialResult
+
+DEFAULT_NOISE = 0.20
+# figure -> True when higher is better
+FIGURES = {
+    "output_tok_s": True,
+    "decode_tok_s_single": True,
+    "ttft_p50_ms": False,
+    "tpot_p50_ms": False,
+    "e2e_p50_ms": False,
+}
+
+
+@dataclass
+class FigureChange:
+    name: str
+    before: float
+    after: float | None
+    noise: float  # relative band
+    regressed: bool
+
+    @property
+    def relative(self) -> float | None:
+        if self.after is None or not self.before:
+            return None
+        return self.after / self.before - 1.0
+
+    def line(self) -> str:
+        rel = self.relative
+        shown = "missing" if rel is None else f"{rel:+.1%}"
+        after = "-" if self.after is None else f"{self.after:.4g}"
+        verdict = "REGRESSION" if self.regressed else ("noise" if rel is not None else "")
+        return (
+            f"{self.name}: {self.before:.4g} -> {after} ({shown}; noise ±{self.noise:.0%}) "
+            f"{verdict}"
+        ).rstrip()
+
+
+@dataclass
+class RecheckReport:
+    run_id: str
+    fingerprint_changes: list[str]
+    winner_before: dict[str, Any]
+    winner_now: TrialResult
+    reference_now: TrialResult | None
+    figures: list[FigureChange] = field(default_factory=list)
+    reference_figures: list[FigureChange] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def regressed(self) -> bool:
+        return bool(self.problems) or any(f.regressed for f in self.figures)
+
+
+def fingerprint_changes(
+    before: dict[str, Any], after: dict[str, Any], prefix: str = ""
+) -> list[str]:
+    """``key: old -> new`` for every key that differs (nested dicts flattened)."""
+    out: list[str] = []
+    for key in sorted(set(before) | set(after)):
+        a, b = before.get(key), after.get(key)
+        name = f"{prefix}{key}"
+        if isinstance(a, dict) and isinstance(b, dict):
+            out.extend(fingerprint_changes(a, b, f"{name}."))
+        elif a != b:
+            out.append(f"{name}: {json.dumps(a)} -> {json.dumps(b)}")
+    return out
+
+
+def noise_band(metrics: dict[str, Any], name: str) -> float:
+    """The stored interval's relative half-width for ``name``, at least ``DEFAULT_NOISE``."""
+    lo, hi = metrics.get(f"{name}_ci_lo"), metrics.get(f"{name}_ci_hi")
+    value = metrics.get(name)
+    if isinstance(lo, int | float) and isinstance(hi, int | float) and value:
+        return max(DEFAULT_NOISE, (hi - lo) / 2 / float(value))
+    return DEFAULT_NOISE
+
+
+def compare_figures(before: dict[str, Any], after: dict[str, Any]) -> list[FigureChange]:
+    out: list[FigureChange] = []
+    for name, higher_better in FIGURES.items():
+        old = before.get(name)
+        if not isinstance(old, int | float) or not old:
+            continue
+        new = after.get(name)
+        new_v = float(new) if isinstance(new, int | float) else None
+        band = noise_band(before, name)
+        bad = False
+        if new_v is not None:
+            rel = new_v / float(old) - 1.0
+            bad = rel < -band if higher_better else rel > band
+        out.append(FigureChange(name, float(old), new_v, band, bad))
+    return out
+
+
+def _trial_rows(store: Store, run_id: str) -> tuple[Any, Any]:
+    rows = store.trials(run_id)
+    run = store.run(run_id)
+    assert run is not None
+    winner = next((r for r in rows if r.id == run.get("winner_trial")), None)
+    reference = next((r for r in rows if r.purpose == "reference" and r.metrics), None)
+    return winner, reference
+
+
+async def recheck(store: Store, run_id: str | None, runs_dir: str | Path) -> RecheckReport:
+    """Re-run a stored run's reference and winner now; see the module doc."""
+    run = store.run(run_id)
+    if run is None:
+        where = f"run {run_id!r}" if run_id else "any run"
+        raise BringupError(f"the store holds no {where}; pass a run id from `bringup report`.")
+    winner, reference = _trial_rows(store, run["id"])
+    if winner is None:
+        raise BringupError(
+            f"run {run['id']} has no winner to recheck; run a sweep that ends with one first."
+        )
+    spec = Spec.model_validate(run["spec"])
+    prep = prepare(spec)
+    changes = fingerprint_changes(run["fingerprint"], prep.fingerprint)
+    out_dir = Path(runs_dir) / f"{run['id']}-recheck"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ctx = TrialContext(spec, prep.adapter, out_dir, collect_reference=True)
+    ref_run = await run_trial(ctx, PlannedTrial(spec.reference_config(), "reference"), "ref")
+    ctx = TrialContext(spec, prep.adapter, out_dir, reference=ref_run.answers)
+    win_run = await run_trial(ctx, PlannedTrial(dict(winner.flags), "explore"), "winner")
+    report = RecheckReport(run["id"], changes, winner.metrics, win_run.result, ref_run.result)
+    now = win_run.result
+    if now.failure is not None:
+        report.problems.append(f"the winner now fails: {now.failure.headline()}")
+    else:
+        report.figures = compare_figures(winner.metrics, now.metrics)
+    if reference is not None and ref_run.result.failure is None:
+        report.reference_figures = compare_figures(reference.metrics, ref_run.result.metrics)
+    return report
