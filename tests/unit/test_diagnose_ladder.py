@@ -145,6 +145,19 @@ def test_hang_words_are_evidence_of_a_hang() -> None:
             "TimeoutError: timed out after 600 s waiting for the workers",
             Category.STARTUP_TIMEOUT_OR_HANG,
         ),
+        (
+            "AttributeError: 'LlamaConfig' object has no attribute 'rope_theta'",
+            Category.MODEL_INCOMPATIBLE,
+        ),
+        (
+            "gguf_init_from_file_impl: tensor 'blk.0.attn_q.weight' has invalid ggml type 39",
+            Category.MODEL_INCOMPATIBLE,
+        ),
+        (
+            "pydantic_core._pydantic_core.ValidationError: 1 validation error for TorchLlmArgs\n"
+            "max_batch_size\n  Input should be a valid integer [type=int_parsing]",
+            Category.INVALID_CONFIG,
+        ),
         # an unknown wording still says which part refused
         ("ValueError: rope type 'yarn2' is not supported", Category.MODEL_INCOMPATIBLE),
         ("ValueError: invalid value for option scheduling_policy", Category.INVALID_CONFIG),

@@ -258,6 +258,8 @@ TRIGGERS: tuple[str, ...] = (
     "exited",
     "exit code",
     "deadline",
+    "input should",
+    "extra inputs",
     "ordinal",
     "resource",
 )

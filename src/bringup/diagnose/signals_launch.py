@@ -54,6 +54,16 @@ RULES: tuple[Rule, ...] = (
         _CONTEXT,
         name="request-longer-than-context",
     ),
+    # pydantic's own wording for a value a settings model refused
+    rule(
+        r"Input should be (?:a valid|greater|less|one of|an? )|Extra inputs are not permitted|"
+        r"validation errors? for \w+(?:Args|Config|Settings|Options)\b",
+        C.INVALID_CONFIG,
+        4,
+        "a setting has a value (or a name) the engine's settings model refuses: fix the "
+        "field the message names",
+        name="settings-model-refused",
+    ),
     rule(
         r"cannot assign requested address|\[Errno 99\]|EADDRNOTAVAIL",
         C.INVALID_CONFIG,
@@ -99,6 +109,15 @@ RULES: tuple[Rule, ...] = (
         "the file's format version does not match this loader (old GGML vs GGUF): "
         "convert the model for this build, or use the build of its era",
         name="model-format-version",
+    ),
+    rule(
+        r"invalid ggml type|unknown (?:ggml |tensor )?type \d+|GGUF version \d+ is not supported|"
+        r"unsupported (?:tensor|ggml|quant(?:ization)?) type",
+        C.MODEL_INCOMPATIBLE,
+        4.5,
+        "the file uses a tensor type or format version this build does not know: a newer "
+        "build, or a file quantized for this one",
+        name="tensor-type-unknown",
     ),
     rule(
         r"invalid file magic|not a valid GGUF|failed to parse GGUF",
@@ -215,6 +234,15 @@ FRAME_RULES: tuple[FrameRule, ...] = (
         3,
         "the installed library does not know this model type: a newer engine or "
         "transformers, or --trust-remote-code",
+    ),
+    # the checkpoint converter met a tensor layout it does not know
+    frame_rule(
+        r"KeyError|AssertionError|ValueError",
+        r"convert_checkpoint|:from_hugging_face|:convert_hf\w*|:load_from_hf\w*",
+        C.MODEL_INCOMPATIBLE,
+        2.5,
+        "the checkpoint layout does not match what the converter expects: a checkpoint of a "
+        "supported architecture, or a newer engine",
     ),
     # validation code rejected a setting
     frame_rule(

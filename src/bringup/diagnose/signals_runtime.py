@@ -23,6 +23,15 @@ _CPU = (
 
 RULES: tuple[Rule, ...] = (
     # --- 1. the final exception: version skew between packages ------------------------
+    # the object lacking the attribute is the model's config: the model, not a package
+    rule(
+        r"AttributeError: '\w*Config' object has no attribute",
+        C.MODEL_INCOMPATIBLE,
+        4,
+        "the model's config lacks a field this engine's model code reads: a checkpoint "
+        "of the architecture the engine supports, or a newer engine",
+        name="config-attribute-missing",
+    ),
     rule(
         r"AttributeError: module '[\w.]+' has no attribute|"
         r"AttributeError: (?!'NoneType')'?[\w.]+'? (?:object )?has no attribute|"
