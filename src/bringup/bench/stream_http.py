@@ -27,7 +27,7 @@ import socket
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httptools
@@ -350,6 +350,7 @@ class StreamPool:
         # the realtime-to-monotonic offset of this pool's run, measured once, here
         self.kernel = KernelClock() if kernel_stamps and not tls else None
         self._clocks: set[str] = set()
+        self._addresses: list[tuple[Any, Any, int, str, Any]] | None = None
 
     @property
     def arrival_clock(self) -> str:
@@ -376,9 +377,10 @@ class StreamPool:
         return conn
 
     async def _open_socket(self, loop: asyncio.AbstractEventLoop) -> socket.socket:
-        infos = await loop.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+        if self._addresses is None:  # resolved once per pool: a lookup is a thread hop
+            self._addresses = await loop.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
         error: OSError = OSError(f"no address for {self.host}")
-        for family, kind, proto, _, addr in infos:
+        for family, kind, proto, _, addr in self._addresses:
             sock = socket.socket(family, kind, proto)
             try:
                 sock.setblocking(False)

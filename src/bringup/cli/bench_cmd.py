@@ -35,7 +35,7 @@ def render_table(report: BenchReport) -> Table:
     table = Table(title=Text(printable(f"bringup bench: {report.model or 'model ?'}")))
     for head in (
         "level", "ok", "err", "out tok/s", "req/s", "TTFT p50", "TTFT p99", "ITL p50",
-        "ITL p99", "TPOT p50", "E2E p99", "queue p99", "late p99", "delay p99", "coalesced",
+        "ITL p99", "TPOT p50", "E2E p99", "queue p99", "late p99",
     ):  # fmt: skip
         table.add_column(head, justify="right")
     for lv in report.levels:
@@ -53,8 +53,7 @@ def render_table(report: BenchReport) -> Table:
             lv.tag, str(m.completed), str(m.failed), tput, _fmt(m.requests_s, 2),
             q("ttft_ms", "p50"), q("ttft_ms", "p99"), q("itl_ms", "p50"), q("itl_ms", "p99"),
             q("tpot_ms", "p50"), q("e2e_ms", "p99"), q("queue_ms", "p99"),
-            q("send_lateness_ms", "p99"), q("client_delay_ms", "p99"),
-            f"{m.coalesced_share:.1%}",
+            q("send_lateness_ms", "p99"),
         )  # fmt: skip
     return table
 
@@ -113,6 +112,14 @@ def bench(
     else:
         console = Console()
         console.print(render_table(report))
+        for lv in report.levels:
+            delay = lv.metrics.latency.get("client_delay_ms")
+            if delay is not None:
+                console.print(
+                    f"{lv.tag}: client delay p50 {delay.p50:.2f} ms, p99 {delay.p99:.2f} ms; "
+                    f"{lv.metrics.coalesced_share:.1%} of events came in one read with the "
+                    "one before"
+                )
         for note in report.notes:
             console.print(Text(f"note: {printable(note)}"))
         for kind, count in report.errors().items():
