@@ -34,8 +34,8 @@ from typing import Any
 from bringup.bench.prompts import text_prompt
 from bringup.checks.garbage import check_likelihood, detect_garbage
 from bringup.checks.scoring import mean_finite, score_text
-from bringup.client import OpenAIClient
 from bringup.engines.llamacpp import find_llama_server
+from bringup.http import OpenAIClient
 from bringup.models import resolve_builtin
 from bringup.server.ports import free_port
 from bringup.server.process import EngineProcess
@@ -256,7 +256,7 @@ async def _gen(
         "logprobs": 1,
     }
     payload = await c.post_json("/v1/completions", {**body, **extra})
-    from bringup.client import parse_completion
+    from bringup.http import parse_completion
 
     comp = parse_completion(payload)
     return {"prompt": prompt, "temperature": temperature, "text": comp.text, "tokens": comp.tokens}

@@ -28,11 +28,11 @@ from bringup.checks import (
 )
 from bringup.checks.correctness import FREE_TEXT_TOKENS
 from bringup.checks.long_context import long_context_check
-from bringup.client import OpenAIClient, RequestError
 from bringup.contention import ContentionMeter
 from bringup.diagnose import classify
 from bringup.engines.base import EngineAdapter
 from bringup.files import redact_file
+from bringup.http import OpenAIClient, RequestError
 from bringup.plan.base import PlannedTrial
 from bringup.secrets import flag_secret_values, secret_values
 from bringup.server.identity import verify_identity

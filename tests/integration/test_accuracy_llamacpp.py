@@ -13,7 +13,7 @@ import pytest
 
 from bringup.checks import ReferenceAnswers, collect_answers, compare_accuracy
 from bringup.checks.accuracy import DEFAULT_MAX_LOGPROB_MAD, DEFAULT_MIN_TOKEN_AGREEMENT
-from bringup.client import OpenAIClient
+from bringup.http import OpenAIClient
 from bringup.spec import Spec, parse_spec
 from bringup.testing.llama import serve_llama
 from bringup.verdict import Category

@@ -12,7 +12,7 @@ import pytest
 
 from bringup.checks import detect_garbage, run_correctness
 from bringup.checks.probe import run_probe
-from bringup.client import OpenAIClient
+from bringup.http import OpenAIClient
 from bringup.spec import Spec, parse_spec
 from bringup.testing.llama import serve_llama
 

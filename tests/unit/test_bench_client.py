@@ -9,8 +9,9 @@ import aiohttp
 import orjson
 
 from bringup.bench import BenchConfig
-from bringup.bench.client import api_url, make_session, request_body, root_url, send, stream_pool
+from bringup.bench.client import make_session, request_body, send, stream_pool
 from bringup.bench.records import RequestRecord
+from bringup.http.urls import api_url, root_url
 from bringup.testing.fakeserver import FakeServer, FakeServerConfig
 from bringup.testing.hogs import Slack
 

@@ -17,7 +17,7 @@ from bringup.checks import (
     compare_accuracy,
     force_tokens,
 )
-from bringup.client import Completion, OpenAIClient
+from bringup.http import Completion, OpenAIClient
 from bringup.spec import Spec, parse_spec
 from bringup.verdict import Category
 

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from bringup.checks import CheckReport, check_under_load, run_correctness, suite_for
 from bringup.checks.known_answers import KnownAnswer, builtin_suite
 from bringup.checks.probe import run_probe
-from bringup.client import OpenAIClient
 from bringup.errors import SpecError
+from bringup.http import OpenAIClient
 from bringup.spec import Spec, parse_spec
 from bringup.verdict import Category
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from bringup.client import OpenAIClient, RequestError, parse_completion, parse_logprobs
+from bringup.http import OpenAIClient, RequestError, parse_completion, parse_logprobs
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 

@@ -187,7 +187,7 @@ async def _trial_where_checks_fail(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: str, engine_code: str = SERVE
 ) -> object:
     import bringup.trial as trial_mod
-    from bringup.client import RequestError
+    from bringup.http import RequestError
     from bringup.plan.base import PlannedTrial
     from bringup.spec import parse_spec
     from bringup.trial import TrialContext, run_trial

@@ -27,24 +27,10 @@ from bringup.bench.records import ParseQueue, RequestRecord, now, parse_stream
 from bringup.bench.stall import StallError, StallWatch
 from bringup.bench.stream_http import Exchange, StreamError, StreamPool, server_address
 from bringup.errors import BringupError, RequestError
+from bringup.http.session import open_session
+from bringup.http.urls import root_url
 
 _READ_BUFSIZE = 1 << 18  # large reads: fewer wake-ups when many events are queued
-
-
-def api_url(base_url: str, path: str) -> str:
-    """``base_url`` (with or without a trailing ``/v1``) joined with ``/v1/<path>``."""
-    base = base_url.rstrip("/")
-    if base.endswith("/v1"):
-        base = base[:-3]
-    return f"{base}/v1/{path}"
-
-
-def root_url(base_url: str, path: str) -> str:
-    """A server-root endpoint such as ``/tokenize`` or ``/health``."""
-    base = base_url.rstrip("/")
-    if base.endswith("/v1"):
-        base = base[:-3]
-    return f"{base}/{path}"
 
 
 def check_reachable(
@@ -101,15 +87,12 @@ def _headers(cfg: BenchConfig) -> dict[str, str]:
 
 def make_session(cfg: BenchConfig, connections: int) -> aiohttp.ClientSession:
     """One pooled session sized for ``connections`` concurrent streams."""
-    headers = _headers(cfg)
-    connector = aiohttp.TCPConnector(limit=max(connections, 1), ttl_dns_cache=None)
-    return aiohttp.ClientSession(
-        connector=connector,
-        headers=headers,
-        timeout=aiohttp.ClientTimeout(total=cfg.timeout_s),
+    return open_session(
+        timeout_s=cfg.timeout_s,
+        headers=_headers(cfg),
+        connections=connections,
         read_bufsize=_READ_BUFSIZE,
-        auto_decompress=False,
-        skip_auto_headers=("User-Agent",),
+        raw=True,
     )
 
 
@@ -135,8 +118,13 @@ def request_body(cfg: BenchConfig, prompt: str | list[int], *, length_options: b
     return orjson.dumps(body)
 
 
+def endpoint_path(cfg: BenchConfig) -> str:
+    """The API path of the benchmark's requests (chat or text completions)."""
+    return "/v1/chat/completions" if cfg.endpoint == "chat" else "/v1/completions"
+
+
 def endpoint_url(base_url: str, cfg: BenchConfig) -> str:
-    return api_url(base_url, "chat/completions" if cfg.endpoint == "chat" else "completions")
+    return root_url(base_url, endpoint_path(cfg))
 
 
 def stream_pool(base_url: str, cfg: BenchConfig, *, kernel_stamps: bool = True) -> StreamPool:

@@ -21,8 +21,10 @@ from typing import Any
 import aiohttp
 import orjson
 
-from bringup.bench.client import api_url, endpoint_url, request_body, root_url
+from bringup.bench.client import endpoint_path, request_body
 from bringup.bench.config import BenchConfig
+from bringup.http import OpenAIClient
+from bringup.http.openai import json_or_none, model_ids
 
 _WORD_TEXT = (
     "the of and to in is was that for on are with as his they be at one have this from "
@@ -55,51 +57,33 @@ def text_prompt(index: int, n_tokens: int, rng: random.Random) -> str:
 
 
 async def _post_json(
-    session: aiohttp.ClientSession, url: str, body: dict[str, Any]
+    client: OpenAIClient, path: str, body: dict[str, Any]
 ) -> dict[str, Any] | None:
-    try:
-        async with session.post(url, data=orjson.dumps(body)) as resp:
-            if resp.status != 200:
-                return None
-            data = orjson.loads(await resp.read())
-            return data if isinstance(data, dict) else None
-    except (aiohttp.ClientError, TimeoutError, orjson.JSONDecodeError):
+    answer = await client.answer("POST", path, data=orjson.dumps(body))
+    if answer.status != 200:
         return None
+    data = json_or_none(answer.body)
+    return data if isinstance(data, dict) else None
 
 
-async def served_model(session: aiohttp.ClientSession, base_url: str) -> str | None:
+async def served_model(client: OpenAIClient) -> str | None:
     """The first model id of ``GET /v1/models``, or None."""
-    try:
-        async with session.get(api_url(base_url, "models")) as resp:
-            if resp.status != 200:
-                return None
-            data = orjson.loads(await resp.read())
-    except (aiohttp.ClientError, TimeoutError, orjson.JSONDecodeError):
-        return None
-    models = data.get("data") if isinstance(data, dict) else None
-    if models and isinstance(models[0], dict) and isinstance(models[0].get("id"), str):
-        return str(models[0]["id"])
-    return None
+    answer = await client.answer("GET", "/v1/models")
+    ids = model_ids(json_or_none(answer.body)) if answer.status == 200 else []
+    return ids[0] if ids else None
 
 
-async def _tokenize(
-    session: aiohttp.ClientSession, base_url: str, text: str, model: str | None
-) -> list[int] | None:
-    url = root_url(base_url, "tokenize")
+async def _tokenize(client: OpenAIClient, text: str, model: str | None) -> list[int] | None:
     for body in ({"content": text, "add_special": False}, {"model": model, "prompt": text}):
-        data = await _post_json(session, url, body)
+        data = await _post_json(client, "/tokenize", body)
         tokens = data.get("tokens") if data else None
         if isinstance(tokens, list) and tokens and all(isinstance(t, int) for t in tokens):
             return tokens
     return None
 
 
-async def _detokenize(
-    session: aiohttp.ClientSession, base_url: str, tokens: list[int], model: str | None
-) -> str | None:
-    data = await _post_json(
-        session, root_url(base_url, "detokenize"), {"tokens": tokens, "model": model}
-    )
+async def _detokenize(client: OpenAIClient, tokens: list[int], model: str | None) -> str | None:
+    data = await _post_json(client, "/detokenize", {"tokens": tokens, "model": model})
     if not data:
         return None
     text = data.get("content", data.get("prompt"))
@@ -107,29 +91,27 @@ async def _detokenize(
 
 
 async def _accepts_length_options(
-    session: aiohttp.ClientSession, url: str, cfg: BenchConfig, model: str | None, prompt: str
+    client: OpenAIClient, cfg: BenchConfig, model: str | None, prompt: str
 ) -> bool:
     """One tiny request with ``ignore_eos``/``min_tokens``; False if the server rejects it."""
     probe = BenchConfig(concurrency=[1], output_tokens=2, endpoint=cfg.endpoint, model=model)
     body = request_body(probe, prompt, length_options=True)
-    try:
-        async with session.post(url, data=body) as resp:
-            await resp.read()
-            return resp.status not in (400, 422)
-    except (aiohttp.ClientError, TimeoutError):
-        return True  # unreachable: the benchmark will record the errors itself
+    answer = await client.answer("POST", endpoint_path(cfg), data=body)
+    # unreachable (status 0): the benchmark will record the errors itself
+    return answer.status not in (400, 422)
 
 
 async def prepare(
     session: aiohttp.ClientSession, base_url: str, cfg: BenchConfig, count: int
 ) -> PreparedPrompts:
     """``count`` distinct prompts of ``cfg.input_tokens`` tokens, plus server facts."""
+    client = OpenAIClient.sharing(session, base_url)
     rng = random.Random(cfg.seed)
-    model = cfg.model or await served_model(session, base_url)
+    model = cfg.model or await served_model(client)
     n = cfg.input_tokens
     seed_words = max(2 * n, 1024)
     seed_text = " ".join(rng.choice(_WORDS) for _ in range(seed_words))
-    pool = await _tokenize(session, base_url, seed_text, model)
+    pool = await _tokenize(client, seed_text, model)
     prompts: list[str] = []
     if pool:
         while len(pool) < 2 * n:
@@ -140,7 +122,7 @@ async def prepare(
         async def window(i: int) -> str | None:
             start = (i * 7919) % max(span, 1)  # a prime stride spreads the offsets
             async with sem:
-                return await _detokenize(session, base_url, pool[start : start + n], model)
+                return await _detokenize(client, pool[start : start + n], model)
 
         texts = await asyncio.gather(*(window(i) for i in range(count)))
         if all(texts):
@@ -148,8 +130,7 @@ async def prepare(
     tokenizer = bool(prompts)
     if not prompts:
         prompts = [text_prompt(i, n, rng) for i in range(count)]
-    url = endpoint_url(base_url, cfg)
     length_ok = cfg.ignore_eos and await _accepts_length_options(
-        session, url, cfg, model, prompts[0][:200]
+        client, cfg, model, prompts[0][:200]
     )
     return PreparedPrompts(prompts, tokenizer, length_ok, model)

@@ -14,7 +14,7 @@ from typing import Literal
 
 import aiohttp
 
-from bringup.bench.client import make_session, request_body, root_url, stream_pool
+from bringup.bench.client import make_session, request_body, stream_pool
 from bringup.bench.config import BenchConfig
 from bringup.bench.load import LevelRun, arrival_offsets, warm_up
 from bringup.bench.metrics import WindowFigures, window_figures
@@ -24,6 +24,7 @@ from bringup.bench.report import BenchReport, LevelResult, level_result, load_no
 from bringup.bench.sentinels import SentinelsUnderLoad, answer_all
 from bringup.bench.stall import StallWatch, expected_from, from_requests
 from bringup.bench.workers import ClientProcesses, Window, drive, run_on_fast_loop
+from bringup.http import OpenAIClient
 
 _POOL_CAP = 1024  # distinct prompts kept; duration-bounded levels cycle through them
 
@@ -205,15 +206,10 @@ async def _stall_record(
     watch: StallWatch,
 ) -> dict[str, object]:
     """What the stall was: how many streams, how long silent, and what /health says now."""
-    status: int | None = None
-    try:
-        timeout = aiohttp.ClientTimeout(total=min(10.0, watch.gap_s))
-        async with session.get(
-            root_url(base_url, cfg.health_path.lstrip("/")), timeout=timeout
-        ) as r:
-            status = r.status
-    except (aiohttp.ClientError, TimeoutError):
-        status = None
+    health = await OpenAIClient.sharing(session, base_url).answer(
+        "GET", cfg.health_path, timeout_s=min(10.0, watch.gap_s)
+    )
+    status = health.status or None  # None: no HTTP answer at all
     return {
         "requests": sum(1 for r in run.records if r.error == "stall"),
         "detail": run.error_examples.get("stall", ""),

@@ -16,8 +16,11 @@ from typing import Any
 
 import aiohttp
 
-from bringup.bench.client import api_url
+from bringup.bench.client import endpoint_path
 from bringup.bench.config import BenchConfig
+from bringup.http import OpenAIClient
+from bringup.http.openai import json_or_none
+from bringup.http.session import STALE
 
 RAMP_S = 0.3
 
@@ -30,39 +33,30 @@ DEFAULT_SENTINELS = (
 
 
 async def _answer(
-    session: aiohttp.ClientSession,
-    base_url: str,
-    cfg: BenchConfig,
-    prompt: str,
-    timeout_s: float | None = None,
+    client: OpenAIClient, cfg: BenchConfig, prompt: str, timeout_s: float | None = None
 ) -> str | None:
     body: dict[str, Any] = {"max_tokens": cfg.sentinel_tokens, "temperature": 0.0}
     if cfg.model:
         body["model"] = cfg.model
     if cfg.endpoint == "chat":
         body["messages"] = [{"role": "user", "content": prompt}]
-        url = api_url(base_url, "chat/completions")
     else:
         body["prompt"] = prompt
-        url = api_url(base_url, "completions")
-    data: Any = None
-    timeout = aiohttp.ClientTimeout(total=timeout_s or cfg.timeout_s)
     # llama-server closes a kept-alive connection after a stream without saying so; a
     # request that meets such a connection is sent once more on a fresh one
-    for attempt in range(2):
-        try:
-            async with session.post(
-                url, json=body, headers={"Accept": "application/json"}, timeout=timeout
-            ) as resp:
-                if resp.status != 200:
-                    return None
-                data = await resp.json(content_type=None)
-                break
-        except aiohttp.ServerDisconnectedError:
-            if attempt:
-                return None
-        except (aiohttp.ClientError, TimeoutError, ValueError):
-            return None
+    for _ in range(2):
+        answer = await client.answer(
+            "POST",
+            endpoint_path(cfg),
+            body,
+            headers={"Accept": "application/json"},
+            timeout_s=timeout_s or cfg.timeout_s,
+        )
+        if answer.why != STALE:
+            break
+    if answer.status != 200:
+        return None
+    data = json_or_none(answer.body)
     if not isinstance(data, dict):
         return None
     choice = (data.get("choices") or [{}])[0]
@@ -76,14 +70,15 @@ async def answer_all(
     session: aiohttp.ClientSession, base_url: str, cfg: BenchConfig
 ) -> list[str | None]:
     """Every sentinel once, one after another (None where a request failed)."""
-    return [await _answer(session, base_url, cfg, p) for p in cfg.sentinels]
+    client = OpenAIClient.sharing(session, base_url)
+    return [await _answer(client, cfg, p) for p in cfg.sentinels]
 
 
 class SentinelsUnderLoad:
     """Sends the sentinels in a loop while a level's window runs; keeps the first answers."""
 
     def __init__(self, session: aiohttp.ClientSession, base_url: str, cfg: BenchConfig):
-        self.session, self.base_url, self.cfg = session, base_url, cfg
+        self.client, self.cfg = OpenAIClient.sharing(session, base_url), cfg
         self.answers: list[str | None] = []
         self.timeout_s = cfg.timeout_s  # per sentinel; the runner bounds it by the watchdog
         self._task: asyncio.Task[None] | None = None
@@ -92,7 +87,7 @@ class SentinelsUnderLoad:
         # let the window's requests reach the server first, so the sentinels meet the load
         await asyncio.sleep(RAMP_S)
         for prompt in self.cfg.sentinels:
-            answer = await _answer(self.session, self.base_url, self.cfg, prompt, self.timeout_s)
+            answer = await _answer(self.client, self.cfg, prompt, self.timeout_s)
             self.answers.append(answer)
 
     def start(self) -> None:

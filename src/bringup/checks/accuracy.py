@@ -26,7 +26,7 @@ from typing import Any
 from bringup.checks.garbage import check_likelihood, detect_garbage
 from bringup.checks.known_answers import accuracy_prompts_for
 from bringup.checks.scoring import force_tokens, mean_finite, score_text
-from bringup.client import Completion, OpenAIClient, RequestError
+from bringup.http import Completion, OpenAIClient, RequestError
 from bringup.spec import Config, Spec
 from bringup.verdict import Category
 

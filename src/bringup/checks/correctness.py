@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from bringup.checks.garbage import GarbageFinding, detect_first_token_stops, detect_garbage, quote
 from bringup.checks.known_answers import KnownAnswer, accuracy_prompts_for, suite_for
 from bringup.checks.load_answers import judge_sentinels
-from bringup.client import OpenAIClient, RequestError
+from bringup.http import OpenAIClient, RequestError
 from bringup.spec import Spec
 from bringup.verdict import Category
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from bringup.checks.garbage import detect_garbage, quote
 from bringup.checks.known_answers import KnownAnswer, builtin_suite
-from bringup.client import OpenAIClient, RequestError
+from bringup.http import OpenAIClient, RequestError
 
 PROBE_ANSWER = "eiffel-paris"  # two tokens, and right on any language model worth serving
 

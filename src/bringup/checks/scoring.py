@@ -18,7 +18,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from bringup.client import Completion, OpenAIClient
+from bringup.http import Completion, OpenAIClient
 
 RESUME_CHUNK = 8  # tokens asked for after a divergence; drifting candidates diverge often
 

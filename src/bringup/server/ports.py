@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import socket
 from dataclasses import dataclass, field
 
-import aiohttp
+from bringup.http import OpenAIClient
+from bringup.http.openai import json_or_none, model_ids
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -51,18 +51,14 @@ async def inspect_occupant(host: str, port: int, timeout_s: float = 2.0) -> Occu
     if not await asyncio.to_thread(port_open, host, port):
         return None
     occ = Occupant(host, port)
-    timeout = aiohttp.ClientTimeout(total=timeout_s)
-    base = f"http://{host}:{port}"
-    async with aiohttp.ClientSession(timeout=timeout) as session:
+    async with OpenAIClient(f"http://{host}:{port}", timeout_s=timeout_s) as client:
         for path in ("/health", "/props", "/v1/models"):
-            try:
-                async with session.get(base + path) as resp:
-                    body = await resp.read()
-            except (aiohttp.ClientError, TimeoutError):
+            answer = await client.answer("GET", path)
+            if not answer.status:
                 continue
-            occ.answers[path] = f"{resp.status} {body[:120].decode('utf-8', 'replace').strip()}"
-            if path == "/v1/models" and resp.status == 200:
-                with contextlib.suppress(ValueError, TypeError, AttributeError):
-                    data = json.loads(body)
-                    occ.model_ids = [str(m.get("id")) for m in data.get("data", [])]
+            occ.answers[path] = (
+                f"{answer.status} {answer.body[:120].decode('utf-8', 'replace').strip()}"
+            )
+            if path == "/v1/models" and answer.status == 200:
+                occ.model_ids = model_ids(json_or_none(answer.body))
     return occ

@@ -13,10 +13,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import aiohttp
-
 from bringup.diagnose import classify, diagnose_hang
 from bringup.engines.base import EngineAdapter, HealthState
+from bringup.http import OpenAIClient
 from bringup.server.process import EngineProcess, describe_exit
 from bringup.verdict import Category, Stage
 
@@ -81,10 +80,9 @@ async def wait_ready(
 ) -> ReadyOutcome:
     start = time.monotonic()
     tail = LogTail(proc.log_path)
-    url = base_url.rstrip("/") + (health_path or adapter.health_path)
+    path = health_path or adapter.health_path
     backoff, next_poll = 0.05, start
     last_health: str | None = None
-    timeout = aiohttp.ClientTimeout(total=adapter.health_timeout_s, sock_connect=1.0)
 
     def failed(category: Category | None = None, detail: str | None = None) -> ReadyOutcome:
         text = tail.text()
@@ -100,7 +98,8 @@ async def wait_ready(
             last_health,
         )
 
-    async with aiohttp.ClientSession(timeout=timeout) as session:
+    health = OpenAIClient(base_url, timeout_s=adapter.health_timeout_s, connect_timeout_s=1.0)
+    async with health:
         while True:
             now = time.monotonic()
             if proc.poll() is not None:
@@ -120,7 +119,7 @@ async def wait_ready(
                 detail = f"no log output for {hang_timeout_s:.0f} s"
                 return _hang(tail, adapter, start, last_health, detail)
             if now >= next_poll:
-                state, last_health = await _poll(session, url, adapter)
+                state, last_health = await _poll(health, path, adapter)
                 if state is HealthState.READY:
                     return ReadyOutcome(True, time.monotonic() - start, last_health=last_health)
                 backoff = min(backoff * 1.5, 1.0)
@@ -143,14 +142,10 @@ def _hang(
     )
 
 
-async def _poll(
-    session: aiohttp.ClientSession, url: str, adapter: EngineAdapter
-) -> tuple[HealthState, str]:
-    try:
-        async with session.get(url) as resp:
-            body = await resp.read()
-            return adapter.health_state(resp.status, body), f"{resp.status}"
-    except aiohttp.ClientConnectionError:
-        return HealthState.NOT_LISTENING, "connection refused"
-    except TimeoutError:
-        return HealthState.LOADING, "timeout"
+async def _poll(client: OpenAIClient, path: str, adapter: EngineAdapter) -> tuple[HealthState, str]:
+    answer = await client.answer("GET", path)
+    if answer.status:
+        return adapter.health_state(answer.status, answer.body), f"{answer.status}"
+    # no HTTP answer: refused means nothing listens yet, a timeout that it is still busy
+    state = HealthState.LOADING if answer.why == "timeout" else HealthState.NOT_LISTENING
+    return state, answer.why

@@ -1,20 +1,19 @@
 """A real llama-server for tests: started on a free loopback port, ready, then stopped.
 
 For tests that need the engine itself rather than a trial (the check and accuracy
-integration tests); the trial runner has its own readiness logic.
+integration tests); readiness is the trial's own (:func:`bringup.server.readiness.wait_ready`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from bringup.client import OpenAIClient
+from bringup.engines.registry import get_engine
 from bringup.server.ports import free_port
 from bringup.server.process import EngineProcess
+from bringup.server.readiness import wait_ready
 
 
 @contextlib.asynccontextmanager
@@ -27,15 +26,19 @@ async def serve_llama(
     proc = EngineProcess([*argv, "-t", "2", "--no-warmup", *flags], log_dir / f"llama-{port}.log")
     url = f"http://127.0.0.1:{port}"
     try:
-        async with OpenAIClient(url, timeout_s=5) as client:
-            deadline = time.monotonic() + ready_timeout_s
-            while (await client.health())[0] != 200:
-                if proc.poll() is not None:
-                    tail = proc.log_path.read_text(errors="replace")[-600:]
-                    raise RuntimeError(f"llama-server exited before ready:\n{tail}")
-                if time.monotonic() > deadline:
-                    raise TimeoutError("llama-server did not become ready")
-                await asyncio.sleep(0.2)
+        # the trial's own readiness wait: process, log and health watched together
+        outcome = await wait_ready(
+            proc,
+            get_engine("llama.cpp"),
+            url,
+            start_timeout_s=ready_timeout_s,
+            hang_timeout_s=ready_timeout_s,
+        )
+        if not outcome.ready:
+            if proc.poll() is not None:
+                tail = proc.log_path.read_text(errors="replace")[-600:]
+                raise RuntimeError(f"llama-server exited before ready:\n{tail}")
+            raise TimeoutError(f"llama-server did not become ready: {outcome.detail}")
         yield url
     finally:
         proc.stop(grace_s=5)
