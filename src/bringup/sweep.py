@@ -203,11 +203,9 @@ class _RowSink:
 
     def reused(self, result: TrialResult, prior_trial: str) -> None:
         self.rec.save(self.job_seq, result, self.key, self.purpose, reused_from=prior_trial)
-        self.on_event(
-            self.rec.event(
-                self.job_seq, self.total[0], result, result.stage, "reused", self.total[1], True
-            )
-        )
+        total, exact = self.total
+        event = self.rec.event(self.job_seq, total, result, result.stage, "reused", exact, True)
+        self.on_event(event)
 
 
 async def run_sweep(
