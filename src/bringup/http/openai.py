@@ -111,9 +111,11 @@ class OpenAIClient:
         ``data`` sends a body already encoded (with the session's content type);
         ``timeout_s`` bounds this request instead of the session's timeout."""
         url = root_url(self.base_url, path)
-        timeout = aiohttp.ClientTimeout(total=timeout_s) if timeout_s is not None else None
+        # aiohttp reads timeout=None as "no timeout at all": the session's unless given
+        session = self._http()
+        timeout = aiohttp.ClientTimeout(total=timeout_s) if timeout_s else session.timeout
         try:
-            async with self._http().request(
+            async with session.request(
                 method, url, json=body, data=data, headers=headers, timeout=timeout
             ) as r:
                 return Answer(r.status, await r.read())
