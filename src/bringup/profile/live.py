@@ -20,6 +20,7 @@ import aiohttp
 
 from bringup.engines.registry import get_engine
 from bringup.errors import BringupError, SpecError
+from bringup.http import open_session
 from bringup.spec import Config, Spec
 from bringup.store import Store
 from bringup.sweep import SweepOptions, launch_one, prepare
@@ -88,7 +89,7 @@ async def capture(
     model = adapter.served_model(spec) or ""
     since = time.time()
     try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as session:
+        async with open_session(timeout_s=300) as session:
             stop = asyncio.Event()
             load = [
                 asyncio.create_task(_load(session, server.url, model, stop))
