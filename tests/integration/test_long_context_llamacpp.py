@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bringup.checks.long_context import long_context_check
-from bringup.client import OpenAIClient
+from bringup.http import OpenAIClient
 from bringup.testing.llama import serve_llama
 from bringup.verdict import Category
 

@@ -10,7 +10,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from bringup.checks.long_context import build_prompt, long_context_check
-from bringup.client import OpenAIClient
+from bringup.http import OpenAIClient
 from bringup.verdict import Category
 
 Serve = Callable[[web.Application], Awaitable[str]]

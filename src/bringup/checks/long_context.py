@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bringup.checks.garbage import quote
-from bringup.client import OpenAIClient, RequestError
+from bringup.http import OpenAIClient, RequestError
 from bringup.verdict import Category
 
 ANSWER_TOKENS = 10
