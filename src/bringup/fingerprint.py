@@ -73,9 +73,23 @@ def file_sha256(path: str) -> str | None:
 
 
 def executable_sha256(program: str) -> str | None:
-    """Content hash of an executable named by path or found on PATH (cached like a file's)."""
-    found = shutil.which(program) or program
-    return file_sha256(os.path.realpath(found))
+    """Content hash of an executable and the shared libraries beside it.
+
+    llama-server's executable is a thin launcher; its code lives in ``libllama*.so`` and
+    ``libggml*.so`` next to it (found through ``$ORIGIN``). A rebuild that replaces only
+    those must change the hash too. Each file's hash is cached by path, size and mtime.
+    """
+    found = Path(os.path.realpath(shutil.which(program) or program))
+    if not found.is_file():
+        return None
+    files = [
+        found,
+        *sorted(p for p in found.parent.glob("*.so*") if p.is_file() and not p.is_symlink()),
+    ]
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f"{f.name}={file_sha256(str(f))}\n".encode())
+    return digest.hexdigest()
 
 
 def collect(engine: str, engine_version: str, model: str | None) -> dict[str, Any]:
