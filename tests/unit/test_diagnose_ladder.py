@@ -305,3 +305,22 @@ def test_a_log_of_loose_text_is_read_as_a_posted_answer_and_guessed() -> None:
     assert d.category is Category.GARBAGE_OUTPUT
     assert d.guessing and d.signal
     assert d.evidence[0].startswith("the log is loose text")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "llamacpp_healthy.log",
+        "llamacpp_healthy_verbose.log",
+        "diagnose_chosen_llamacpp.log",
+        "diagnose_chosen_sglang.log",
+        "diagnose_chosen_vllm.log",
+        "vllm026_h200_reference.log",
+    ],
+)
+def test_healthy_engine_logs_raise_no_signal(name: str) -> None:
+    text = (Path(__file__).parent / "fixtures" / name).read_text(errors="replace")
+    engine = next((e for e in ("vllm", "sglang") if e in name), "llama.cpp")
+    d = classify(text, engine=engine, stage=Stage.READY)  # still running, nothing wrong
+    assert d.category is Category.STARTUP_TIMEOUT_OR_HANG, d.explain()
+    assert output_signals(text.splitlines()) == []

@@ -46,7 +46,7 @@ _EMPTY = re.compile(r"""^(?:""|''|‘’|“”|``)(?:[,}\]\s]|$)""")
 _LOGGISH = re.compile(
     r"^\s*(?:\[|\(|\{|File \"|Traceback|\w+Error|\d{2,4}[-/:.]\d\d|[IWEDF]\d{4}|"
     r"(?:INFO|DEBUG|WARN|WARNING|ERROR|CRITICAL|time=)\b|[\w.]+:\d+\]|\$ |>>> |#)|"
-    r"\w+=\S|\s{2,}at |[\\/][\w.-]+[\\/]|0x[0-9a-f]{6,}|https?://|"
+    r"\b\w+=\S|\s{2,}at |[\\/][\w.-]+[\\/]|0x[0-9a-f]{6,}|https?://|"
     r"\b(?:traceback|error|failed|exception|warning)\b",
     re.IGNORECASE,
 )
@@ -76,6 +76,8 @@ _PHRASE_LOOP = re.compile(r"(\S.{6,80}?)(?:\s*\1){4,}", re.DOTALL)
 _FIELD_WEIGHT = 3.5  # an answer field that is empty or garbage
 _PROSE_WEIGHT = 2.5  # a stretch of loose text that reads as garbage
 _PROSE_MIN_CHARS = 40
+_PROSE_MAX_LINES, _PROSE_MAX_CHARS = 200, 8000
+_HEAD_CHARS = 240
 
 
 def _judge(text: str, detectors: tuple[Detector, ...]) -> str | None:
@@ -111,12 +113,15 @@ def _field_value(text: str) -> str | None:
 
 
 def _is_prose(raw: str, text: str) -> bool:
+    # a line's start shows whether it is a log line or code; reading only that keeps the
+    # cost per line flat however long the line is
+    head, raw_head = text[:_HEAD_CHARS], raw[:_HEAD_CHARS]
     return bool(
-        text
-        and not _LOGGISH.search(text)
-        and not _NOT_PROSE_RAW.search(raw)
-        and not _NOT_PROSE_RAW.search(text)
-        and not _CODE.search(text)
+        head
+        and not _LOGGISH.search(head)
+        and not _NOT_PROSE_RAW.search(raw_head)
+        and not _NOT_PROSE_RAW.search(head)
+        and not _CODE.search(head)
     )
 
 
@@ -133,7 +138,9 @@ def output_signals(lines: list[str]) -> list[tuple[int, float, str]]:
     def flush() -> None:
         if not prose:
             return
-        text = "\n".join(content(lines[i]) for i in prose)
+        # judged on its start: the detectors read shares and loops, which a few thousand
+        # characters show, and the work per log stays bounded
+        text = "\n".join(content(lines[i]) for i in prose[:_PROSE_MAX_LINES])[:_PROSE_MAX_CHARS]
         if len(text) >= _PROSE_MIN_CHARS:
             reason = _judge(text, _PROSE_DETECTORS)
             if reason:

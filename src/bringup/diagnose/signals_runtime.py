@@ -102,9 +102,10 @@ RULES: tuple[Rule, ...] = (
     # a Go program's stack dump (Ollama's runner) and C/C++ assertions: it crashed
     rule(r"\.go:\d+ \+0x[0-9a-f]+", C.RUNTIME_CRASH, 1.5, name="go-stack-dump"),
     rule(
-        r"\b[A-Z]+_ASSERT\b|\bAssertion [`'\"(]?.{1,200}?[`'\")]? failed|assertion failed",
+        r"\b[A-Z]+_ASSERT\b|\bAssertion [`'\"(]?.{1,200}?[`'\")]? failed|[Aa]ssertion failed",
         C.RUNTIME_CRASH,
         2.5,
+        case=True,  # GGML_ASSERT, not a config key named size_assert
         name="assertion-failed",
     ),
     rule(
