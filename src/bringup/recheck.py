@@ -9,9 +9,9 @@ and benchmark), and compares:
 - the fingerprint, key by key (what changed);
 - the winner's verdict (it passed before: any failure now is a regression);
 - its figures, each against the stored value with a noise band: the stored interval
-  across repeats where there is one, else ``DEFAULT_NOISE`` (run-to-run spread measured
-  on this project's CPU demo: 10-20%). A change beyond the band in the bad direction is a
-  regression; within it, noise.
+  across repeats where there is one, else ``DEFAULT_NOISE`` (the demo spec records 10-20%
+  run to run for single CPU measurements; the top of that range). A change beyond the
+  band in the bad direction is a regression; within it, noise.
 
 The reference's own change is reported beside the winner's: when both moved alike, the
 environment changed, not the configuration.
@@ -32,7 +32,7 @@ from bringup.sweep import prepare
 from bringup.trial import TrialContext, run_trial
 from bringup.verdict import TrialResult
 
-DEFAULT_NOISE = 0.20
+DEFAULT_NOISE = 0.20  # not measured here: the run-to-run spread the demo spec records
 # figure -> True when higher is better
 FIGURES = {
     "output_tok_s": True,
