@@ -11,6 +11,11 @@ Stall watchdog: once probes have passed, one probe may take at most ``stall_fact
 median time of the passing ones (at least ``stall_floor_s``, at most ``timeout_s``). A
 server whose ``/health`` answers 200 but which produces nothing within that is a ``hang``
 verdict carrying the silence's length (``ProbeResult.hang_s``), well before a fixed timeout.
+
+Recheck: with ``recheck`` (a coroutine that re-runs the stored winner, see
+:mod:`bringup.recheck`, and returns a one-line verdict and whether it regressed) and
+``recheck_every_s``, the watch runs it on that schedule between probes; a regression
+trips the watch like failed probes do.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from dataclasses import dataclass, field
 from bringup.checks.probe import ProbeResult, run_probe
 
 ProbeFn = Callable[[str], Awaitable[ProbeResult]]
+RecheckFn = Callable[[], Awaitable[tuple[str, bool]]]  # (verdict line, regressed)
 
 
 @dataclass
@@ -37,6 +43,7 @@ class WatchOptions:
     model: str | None = None
     max_probes: int | None = None  # stop after this many probes (None: until tripped)
     stall_factor: float = 20.0
+    recheck_every_s: float | None = None
     stall_floor_s: float = 5.0
 
 
@@ -53,6 +60,7 @@ class WatchOutcome:
     failed: int = 0
     tripped: bool = False
     trips: int = 0
+    rechecks: list[tuple[float, str, bool]] = field(default_factory=list)  # (at, line, bad)
     last: ProbeResult | None = None
     events: list[WatchEvent] = field(default_factory=list)
 
@@ -75,6 +83,7 @@ async def watch_server(
     on_trip: Callable[[WatchEvent], bool] | None = None,
     probe: ProbeFn | None = None,
     keep_events: int = 100,
+    recheck: RecheckFn | None = None,
 ) -> WatchOutcome:
     """Probe until ``failures`` consecutive failures trip the watch (or ``max_probes``)."""
 
@@ -98,8 +107,18 @@ async def watch_server(
     do_probe = probe or default_probe
     out = WatchOutcome()
     streak = 0
+    last_recheck = time.monotonic()
     while options.max_probes is None or out.probes < options.max_probes:
         started = time.monotonic()
+        every = options.recheck_every_s
+        if recheck is not None and every is not None and started - last_recheck >= every:
+            line, regressed = await recheck()
+            last_recheck = time.monotonic()
+            out.rechecks.append((time.time(), line, regressed))
+            if regressed:
+                out.trips += 1
+                out.tripped = True
+                return out
         result = await do_probe(url)
         out.probes += 1
         out.last = result

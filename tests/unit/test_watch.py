@@ -155,3 +155,19 @@ async def test_cli_runs_the_on_failure_command_and_goes_on(server: Server, tmp_p
     server.garbage = False
     code, out = await _cli("watch", server.url, "--interval", "0.05", "--count", "1")
     assert code == 0 and "ok: health 200" in out
+
+
+async def test_recheck_on_a_schedule_trips_on_a_regression(server: Server) -> None:
+    server.garbage = False
+    verdicts = iter([("no regression beyond the noise", False), ("output_tok_s -50%", True)])
+    calls: list[float] = []
+
+    async def recheck() -> tuple[str, bool]:
+        calls.append(asyncio.get_running_loop().time())
+        return next(verdicts)
+
+    options = WatchOptions(interval_s=0.05, failures=3, recheck_every_s=0.1)
+    out = await watch_server(server.url, options, recheck=recheck)
+    assert out.tripped and len(calls) == 2
+    assert [bad for _, _, bad in out.rechecks] == [False, True]
+    assert out.probes >= 2 and out.failed == 0  # the probes were fine: the recheck tripped
