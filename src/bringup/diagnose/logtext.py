@@ -12,6 +12,7 @@ is every evidence line shown or stored.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|#033\[[0-9;]*m")
 _PREFIXES = [
@@ -73,6 +74,7 @@ def engine_key(name: str | None) -> str | None:
     return _ENGINE_ALIASES.get(name.strip().lower())
 
 
+@lru_cache(maxsize=8192)  # the rules, the traceback reader and the answer reader ask alike
 def content(line: str) -> str:
     """The message part of one log line, without colour codes and logger prefixes."""
     text = _ANSI.sub("", line).strip()

@@ -78,6 +78,7 @@ _PROSE_WEIGHT = 2.5  # a stretch of loose text that reads as garbage
 _PROSE_MIN_CHARS = 40
 _PROSE_MAX_LINES, _PROSE_MAX_CHARS = 200, 8000
 _HEAD_CHARS = 240
+_MAX_ANSWERS = 50  # answer fields judged per log: a batch dump says it in its first few
 
 
 def _judge(text: str, detectors: tuple[Detector, ...]) -> str | None:
@@ -134,6 +135,7 @@ def output_signals(lines: list[str]) -> list[tuple[int, float, str]]:
     """(line index, weight, reason) for each answer in the log that is empty or garbage."""
     found: list[tuple[int, float, str]] = []
     prose: list[int] = []
+    judged = 0
 
     def flush() -> None:
         if not prose:
@@ -151,8 +153,9 @@ def output_signals(lines: list[str]) -> list[tuple[int, float, str]]:
         if not raw.strip():
             continue  # blank lines separate paragraphs of one answer as often as not
         text = content(raw).strip("`")
-        value = _field_value(text)
+        value = _field_value(text) if judged < _MAX_ANSWERS else None
         if value is not None:
+            judged += 1
             flush()
             if _EMPTY.match(value.strip()):
                 found.append((i, _FIELD_WEIGHT, "the answer is empty"))

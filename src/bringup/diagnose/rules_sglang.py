@@ -58,21 +58,21 @@ RULES = RuleSet(
         # layers/attention/attn_backend_support.py: a backend's capabilities against the
         # model (MLA, sliding window) and the server arguments (KV dtype, page size, ...)
         rule(
-            r"\w+ does not support (?:MLA models|sliding window attention)",
+            r"\b\w+ does not support (?:MLA models|sliding window attention)",
             C.MODEL_INCOMPATIBLE,
             5,
             "this attention backend cannot serve the model's attention: choose another "
             "--attention-backend (e.g. triton or flashinfer)",
         ),
         rule(
-            r"\w+ does not support (?:custom )?kv cache dtype",
+            r"\b\w+ does not support (?:custom )?kv cache dtype",
             C.INVALID_CONFIG,
             5,
             "the attention backend does not take this KV cache dtype: choose another "
             "--attention-backend, or --kv-cache-dtype auto",
         ),
         rule(
-            r"Page size (?:\d+|> 1) is not supported for|\w+ does not support (?:CUDA graph|"
+            r"Page size (?:\d+|> 1) is not supported for|\b\w+ does not support (?:CUDA graph|"
             r"speculative decoding|DP attention|chunked prefix cache)",
             C.INVALID_CONFIG,
             5,
