@@ -455,7 +455,7 @@ def diagnose_huge(folder: Path) -> Outcome:
         for _ in range(500):
             fh.write("[garbage=1] " * 8400)  # ~50 MB on one line
         fh.write("\n")
-    run = bringup("diagnose", str(log), cwd=folder, timeout=600)
+    run = bringup("diagnose", str(log), cwd=folder, timeout=200)
     ok = run.code == 0 and len(run.out) < 10_000 and run.seconds < 30
     return Outcome(
         ok, traceback=traceback_in(run.out), note=f"{run.seconds:.1f} s, {len(run.out)} chars"
@@ -481,7 +481,7 @@ def bench_silent(folder: Path) -> Outcome:
     t.start()
     try:
         run = bringup("bench", f"http://127.0.0.1:{srv.getsockname()[1]}", "--timeout", "10",
-                      cwd=folder, timeout=300)  # fmt: skip
+                      cwd=folder, timeout=120)  # fmt: skip
     finally:
         stop.set()
         t.join(timeout=5)

@@ -10,7 +10,8 @@ Exceptions are for misuse and for conditions the user must fix before anything r
     │   ├── UnknownEngineError       no adapter is registered under that name
     │   └── EngineNotInstalledError  the adapter exists but its binary/package is missing
     ├── PortBusyError        a pinned port already serves something we did not start
-    └── StoreError           the results database cannot be opened or migrated
+    └── StoreError           the results database cannot be opened or migrated, or is
+                             another program's or a newer bringup's (left untouched)
 
 Every message is one sentence that says what to fix; the CLI prints it and exits non-zero.
 

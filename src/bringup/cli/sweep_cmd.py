@@ -14,6 +14,8 @@ from rich.text import Text
 from bringup.cli.render import ProgressLine, print_live_server, print_outcome
 from bringup.cli.secrets_env import api_key_env_option, api_key_from_env
 from bringup.errors import BringupError
+from bringup.files import redact_file
+from bringup.secrets import secret_values
 from bringup.spec import Spec, load_spec, parse_set, parse_spec
 from bringup.store import Store, launched
 from bringup.sweep import SweepOptions, launch_one, prepare, run_sweep
@@ -142,6 +144,9 @@ def launch(
             if server.process is not None:
                 server.process.stop(spec.launch.stop_grace_s)
                 launched.forget(store, server.process.pid)
+                proc = server.process
+                hidden = spec.secret_values() + secret_values(proc.argv, proc.env)
+                redact_file(proc.log_path, hidden)  # the kept log holds no secret
 
     asyncio.run(main())
 
