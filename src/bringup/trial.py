@@ -175,6 +175,7 @@ async def run_trial(
                 start_timeout_s=spec.launch.start_timeout_s,
                 hang_timeout_s=spec.launch.hang_timeout_s,
                 health_path=result.health_path,
+                ready_pattern=adapter.ready_pattern_for(spec),
             )
             result.timings["ready_s"] = round(outcome.elapsed_s, 3)
             if not outcome.ready:

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 import bringup
+from bringup.builtin_models import resolve_builtin
 from bringup.errors import ModelNotFoundError
 from bringup.fingerprint import hardware_label
-from bringup.models import resolve_builtin
 from bringup.store import Store
 
 pytestmark = pytest.mark.e2e

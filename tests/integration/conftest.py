@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
+from bringup.builtin_models import resolve_builtin
 from bringup.engines.llamacpp import find_llama_server
 from bringup.errors import ModelNotFoundError
-from bringup.models import resolve_builtin
 from bringup.spec import Spec, parse_spec
 
 

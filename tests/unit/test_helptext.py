@@ -10,7 +10,7 @@ import pytest
 from bringup.engines.flagcheck import captured_help, captured_table
 from bringup.engines.helptext import ParseOptions, detect_style, parse_help, split_invocation
 
-HELP_DIR = Path(__file__).resolve().parents[2] / "src" / "bringup" / "engines" / "help"
+ENGINES_DIR = Path(__file__).resolve().parents[2] / "src" / "bringup" / "engines"
 
 
 def _option_lines(text: str, pattern: str) -> int:
@@ -28,14 +28,14 @@ def test_every_option_line_becomes_one_flag(engine: str, pattern: str) -> None:
 
 
 def test_shipped_help_is_the_shared_capture() -> None:
-    for name in (
-        "sglang-0.5.23-serve-help.txt",
-        "vllm-0.33.0-serve-help-all.txt",
-        "llama-server-b11434-cuda-help.txt",
+    for folder, name in (
+        ("sglang", "sglang-0.5.23-serve-help.txt"),
+        ("vllm", "vllm-0.33.0-serve-help-all.txt"),
+        ("llamacpp", "llama-server-b11434-cuda-help.txt"),
     ):
         shared = Path("/work/shared/engines") / name
         if shared.exists():
-            assert (HELP_DIR / name).read_bytes() == shared.read_bytes()
+            assert (ENGINES_DIR / folder / "help" / name).read_bytes() == shared.read_bytes()
 
 
 def test_detect_style() -> None:

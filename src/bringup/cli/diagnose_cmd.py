@@ -8,18 +8,24 @@ from typing import TextIO
 import click
 
 from bringup.diagnose import classify
+from bringup.engines.registry import engines
 from bringup.textsafe import printable
 
-ENGINES = ["sglang", "vllm", "llama.cpp", "tensorrt-llm", "trtllm", "ollama", "command"]
+
+def _engine(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None or value.strip().lower() in engines():
+        return value
+    names = ", ".join(sorted({a.name for a in engines().values()}))
+    raise click.BadParameter(f"{value!r} is not an engine bringup knows; use one of: {names}.")
 
 
 @click.command("diagnose")
 @click.argument("logfile", type=click.File("r", encoding="utf-8", errors="replace"))
 @click.option(
     "--engine",
-    type=click.Choice(ENGINES, case_sensitive=False),
     default=None,
-    help="Engine that wrote the log (its rules weigh in).",
+    callback=_engine,
+    help="Engine that wrote the log (its rules weigh in); any name or alias of a registered one.",
 )
 @click.option(
     "--exit-code",

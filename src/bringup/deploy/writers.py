@@ -26,6 +26,8 @@ import jinja2
 from bringup import __version__
 from bringup.deploy.safety import check_deployment, comment_safe
 from bringup.deploy.target import ANY_ADDRESS, Deployment
+from bringup.engines.base import EngineImage
+from bringup.engines.registry import find_engine
 from bringup.errors import BringupError
 from bringup.files import replace_file
 from bringup.secrets import SecretRef
@@ -34,21 +36,11 @@ Target = Literal["script", "systemd", "k8s", "compose"]
 TARGETS: tuple[Target, ...] = ("script", "systemd", "k8s", "compose")
 PROBE_TIMEOUT_S = 10
 
-# engine -> (official CPU image, official GPU image, program inside the image)
-ENGINE_IMAGES: dict[str, tuple[str, str, str | None]] = {
-    "llama.cpp": (
-        "ghcr.io/ggml-org/llama.cpp:server",
-        "ghcr.io/ggml-org/llama.cpp:server-cuda",
-        "/app/llama-server",
-    ),
-    "sglang": ("lmsysorg/sglang:latest", "lmsysorg/sglang:latest", None),
-    "vllm": ("vllm/vllm-openai:latest", "vllm/vllm-openai:latest", None),
-    "trtllm": (
-        "nvcr.io/nvidia/tensorrt-llm/release:latest",
-        "nvcr.io/nvidia/tensorrt-llm/release:latest",
-        None,
-    ),
-}
+
+def engine_image(engine: str) -> EngineImage | None:
+    """The engine's official images, as its folder declares them."""
+    adapter = find_engine(engine)
+    return adapter.image if adapter is not None else None
 
 
 @dataclass
@@ -117,7 +109,8 @@ def _container_argv(dep: Deployment, ref: str, dollar: str) -> list[str]:
     words = dep.with_host(ANY_ADDRESS)
     if not any(w == "--host" or (isinstance(w, str) and w.startswith("--host=")) for w in words):
         words = [*words, "--host", ANY_ADDRESS]
-    program = ENGINE_IMAGES.get(dep.engine, ("", "", None))[2]
+    image = engine_image(dep.engine)
+    program = image.program if image is not None else None
     first = words[0]
     assert isinstance(first, str)
     head = program or (PurePosixPath(first).name if first.startswith("/") else first)
@@ -130,12 +123,12 @@ def _container_argv(dep: Deployment, ref: str, dollar: str) -> list[str]:
 def _base_image(dep: Deployment, options: DeployOptions) -> str:
     if options.base_image:
         return options.base_image
-    if dep.engine not in ENGINE_IMAGES:
+    image = engine_image(dep.engine)
+    if image is None:
         raise BringupError(
             f"bringup knows no official image for engine {dep.engine!r}; pass --image NAME."
         )
-    cpu, gpu, _ = ENGINE_IMAGES[dep.engine]
-    return gpu if dep.gpus else cpu
+    return image.gpu if dep.gpus else image.cpu
 
 
 def _context(dep: Deployment, options: DeployOptions) -> dict[str, Any]:

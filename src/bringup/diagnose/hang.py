@@ -83,7 +83,7 @@ _PHASES: list[tuple[str, re.Pattern[str], str]] = [
         "starting the HTTP server",
         re.compile(
             r"Uvicorn running|Started server process|Waiting for application startup|"
-            r"Starting vLLM API server|HTTP server is listening|listening on|"
+            r"Starting \w+ API server|HTTP server is listening|listening on|"
             r"server is listening|Application startup complete|fired up and ready",
             re.I,
         ),

@@ -2,8 +2,8 @@
 
 ``content(line)`` strips what loggers put in front of the message (ANSI colours, journald,
 docker-compose, vLLM process tags and levels, SGLang timestamps, llama.cpp level letters) so
-rules match the message itself; evidence keeps the original line verbatim.
-``engine_key(name)`` maps every spelling of an engine to one key.
+rules match the message itself; evidence keeps the original line verbatim. (Every spelling
+of an engine's name resolves in :mod:`bringup.engines.registry`.)
 ``log_lines(text)`` splits a log with each line cut to :data:`MAX_LINE` characters: the
 work per log is bounded (a 50 MB line of garbage costs no more than a short one) and so
 is every evidence line shown or stored.
@@ -39,23 +39,6 @@ _PREFIXES = [
     re.compile(r"^> ?"),
 ]
 
-_ENGINE_ALIASES = {
-    "llama.cpp": "llama.cpp",
-    "llamacpp": "llama.cpp",
-    "llama_cpp": "llama.cpp",
-    "llama-server": "llama.cpp",
-    "llama-cpp": "llama.cpp",
-    "sglang": "sglang",
-    "vllm": "vllm",
-    "trtllm": "trtllm",
-    "tensorrt-llm": "trtllm",
-    "tensorrt_llm": "trtllm",
-    "trtllm-serve": "trtllm",
-    "ollama": "ollama",
-    "command": "command",
-}
-
-
 MAX_LINE = 2000  # characters kept of one log line; messages that decide fit well within
 
 
@@ -66,12 +49,6 @@ def log_lines(text: str) -> list[str]:
         for ln in text.splitlines()
     ]
 
-
-def engine_key(name: str | None) -> str | None:
-    """The canonical engine key, or None when unknown (then every rule set applies)."""
-    if not name:
-        return None
-    return _ENGINE_ALIASES.get(name.strip().lower())
 
 
 @lru_cache(maxsize=8192)  # the rules, the traceback reader and the answer reader ask alike

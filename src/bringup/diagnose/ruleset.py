@@ -1,46 +1,21 @@
 """Which rule sets apply to which engine.
 
-A known engine gets the generic rules plus its own (Ollama also gets llama.cpp's, which it
-embeds). An unknown engine, or the generic ``command`` engine, gets every set: the texts are
-distinctive enough that one engine's rules rarely fire on another's log.
+The rule sets come from the engine registry: each adapter names its own (Ollama's adds
+llama.cpp's, which it embeds). A known engine gets the generic rules plus its own. An
+unknown engine, or one without rules of its own (the generic ``command`` engine), gets every
+set: the texts are distinctive enough that one engine's rules rarely fire on another's log.
+The engine-independent sets (generic texts and the general ladder) come first for every
+engine. ``ALL`` (every set by engine) is computed from the registry when read.
 """
 
 from __future__ import annotations
 
-from functools import cache
-
-from bringup.diagnose import (
-    ladder,
-    rules_generic,
-    rules_llamacpp,
-    rules_ollama,
-    rules_sglang,
-    rules_trtllm,
-    rules_vllm,
-)
-from bringup.diagnose.logtext import engine_key
+from bringup.diagnose import ladder, rules_generic
 from bringup.diagnose.rule import RuleSet
 from bringup.verdict import Category
 
-ALL: dict[str, RuleSet] = {
-    "generic": rules_generic.RULES,
-    "ladder": ladder.RULES,
-    "llama.cpp": rules_llamacpp.RULES,
-    "sglang": rules_sglang.RULES,
-    "vllm": rules_vllm.RULES,
-    "trtllm": rules_trtllm.RULES,
-    "ollama": rules_ollama.RULES,
-}
-
-_EVERY_ENGINE = ("generic", "ladder")  # the engine-independent sets
-
-_OWN: dict[str, tuple[str, ...]] = {
-    "llama.cpp": ("llama.cpp",),
-    "ollama": ("ollama", "llama.cpp"),
-    "sglang": ("sglang",),
-    "vllm": ("vllm",),
-    "trtllm": ("trtllm",),
-}
+# the engine-independent sets, applied to every log before the engine's own
+EVERY_ENGINE: tuple[RuleSet, ...] = (rules_generic.RULES, ladder.RULES)
 
 GENERIC_REMEDIES: dict[Category, str] = {
     Category.OOM_GPU: "lower the memory fraction, the maximum number of sequences or the "
@@ -265,16 +240,38 @@ TRIGGERS: tuple[str, ...] = (
 )
 
 
-@cache
+def _own(engine: str | None) -> tuple[RuleSet, ...] | None:
+    """The engine's own rule sets; None when it brings none (or is unknown)."""
+    from bringup.engines.registry import find_engine
+
+    adapter = find_engine(engine)
+    return adapter.rules if adapter is not None and adapter.rules else None
+
+
+def engine_rulesets() -> tuple[RuleSet, ...]:
+    """Every engine's rule sets once, in registration order."""
+    from bringup.engines.registry import adapters
+
+    seen: dict[int, RuleSet] = {}
+    for adapter in adapters():
+        for rs in adapter.rules:
+            seen.setdefault(id(rs), rs)
+    return tuple(seen.values())
+
+
 def rulesets_for(engine: str | None) -> tuple[RuleSet, ...]:
-    key = engine_key(engine)
-    names = _OWN.get(key or "", tuple(n for n in ALL if n not in _EVERY_ENGINE))
-    return (*(ALL[n] for n in _EVERY_ENGINE), *(ALL[n] for n in names))
+    return (*EVERY_ENGINE, *(_own(engine) or engine_rulesets()))
 
 
 def engine_remedy(engine: str | None, category: Category) -> str | None:
-    key = engine_key(engine)
-    for name in _OWN.get(key or "", ()):
-        if category in ALL[name].remedies:
-            return ALL[name].remedies[category]
+    for rs in _own(engine) or ():
+        if category in rs.remedies:
+            return rs.remedies[category]
     return GENERIC_REMEDIES.get(category)
+
+
+def __getattr__(name: str) -> dict[str, RuleSet]:
+    if name == "ALL":
+        every = {rs.engine: rs for rs in EVERY_ENGINE}
+        return {**every, **{rs.engine: rs for rs in engine_rulesets()}}
+    raise AttributeError(name)

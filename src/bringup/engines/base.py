@@ -1,10 +1,13 @@
 """The contract every engine adapter fulfils.
 
 An adapter turns a spec plus one configuration (flag -> value) into the engine's own
-command line, says how to read its health endpoint, which log lines are fatal, what the
-engine actually chose, and which flags and values the installed engine accepts.
-Adapters are plugins: built-in ones register through the same hook as third-party ones
-(see :mod:`bringup.engines.registry`).
+command line, says how to read its health endpoint, which log lines are fatal or mark
+readiness, what the engine actually chose, and which flags and values the installed engine
+accepts. It also carries everything else bringup knows about the engine, so that one
+folder holds it all: its diagnosis rule sets, its captured help with the flags it renamed,
+its deployment image and the profile the simulated engine imitates. Adapters are plugins:
+built-in ones register through the same hook as third-party ones (see
+:mod:`bringup.engines.registry`).
 """
 
 from __future__ import annotations
@@ -13,10 +16,14 @@ import enum
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bringup.engines.profiling import ProfilingEndpoints
 from bringup.spec import FlagValue, Spec
+
+if TYPE_CHECKING:
+    from bringup.diagnose.rule import RuleSet
+    from bringup.engines.flagcheck import CapturedHelp, KnownChange
+    from bringup.testing.simengine.profile import SimProfile
 
 
 class HealthState(enum.Enum):
@@ -33,6 +40,15 @@ class FlagProblem:
     flag: str
     message: str  # one sentence, naming valid choices and where they came from
     replacement: str | None = None
+
+
+@dataclass(frozen=True)
+class EngineImage:
+    """The engine's official container images and the server program inside them."""
+
+    cpu: str
+    gpu: str
+    program: str | None = None  # None: the command's first word is on the image's PATH
 
 
 @dataclass
@@ -61,12 +77,27 @@ class EngineAdapter:
     """Base adapter; subclasses override what differs for their engine."""
 
     name: str = ""
-    aliases: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()  # every other spelling users and logs use; keys of the registry
+    display: str = ""  # how its own documentation writes the name
+    launchable: bool = True  # False: known to diagnosis only (bringup cannot start it)
     health_path: str = "/health"
     install_hint: str = ""
-    ready_pattern: str | None = None  # regex of the log line that marks readiness
-    health_timeout_s: float = 5.0  # one health request (SGLang's /health runs a generation)
+    # regex of the log line that marks readiness; seeing it makes readiness poll health at once
+    ready_pattern: str | None = None
+    health_timeout_s: float = 5.0  # one health request (some engines generate to answer it)
     info_paths: tuple[str, ...] = ()  # GET endpoints that describe the running server
+    # what diagnosis knows: the engine's own rule sets (after the generic one) and the lines
+    # that mean start-up has failed; ``read_chosen`` reads what it chose
+    rules: tuple[RuleSet, ...] = ()
+    fatal_patterns: tuple[str, ...] = ()
+    captured_help: CapturedHelp | None = None  # help shipped for when it is not installed
+    known_changes: tuple[KnownChange, ...] = ()  # flags (or values) it renamed or removed
+    image: EngineImage | None = None  # for `bringup deploy`
+    sim_profile: SimProfile | None = None  # how the simulated engine imitates it
+
+    @property
+    def label(self) -> str:
+        return self.display or self.name
 
     def locate(self, spec: Spec) -> list[str]:
         """The argv prefix that starts the engine; raises EngineNotInstalledError."""
@@ -112,6 +143,12 @@ class EngineAdapter:
 
         return extract_chosen(log_text, engine=self.name)
 
+    def read_chosen(self, lines: list[str], found: dict[str, str]) -> None:
+        """Put what the log's message lines say the engine chose into ``found``.
+
+        ``lines`` are already stripped of logger prefixes; later lines win.
+        """
+
     def health_path_for(self, spec: Spec) -> str:
         """The health endpoint for this spec (the generic engine reads it from the spec)."""
         return self.health_path
@@ -125,10 +162,6 @@ class EngineAdapter:
 
     def version_from_info(self, path: str, payload: Any) -> str | None:
         """The engine version reported by one of ``info_paths``, when it says."""
-        return None
-
-    def profiling(self, output_dir: str) -> ProfilingEndpoints | None:
-        """How to profile a running server of this engine (None: it has no endpoints)."""
         return None
 
     def is_fatal(self, line: str) -> bool:

@@ -8,7 +8,7 @@ spec gives the command line as a template::
     command = ["text-generation-launcher", "--model-id", "{model}",
                "--hostname", "{host}", "--port", "{port}"]
     health_path = "/health"          # default /health
-    ready_pattern = "Connected"      # optional regex of the log line marking readiness
+    ready_pattern = "Connected"      # optional: on this log line health is polled at once
 
 ``{model}``, ``{host}``, ``{port}`` and ``{name}`` (served model name) are filled in;
 ``launch.args`` and the trial's flags are appended. Flags are checked only when

@@ -1,12 +1,13 @@
 """Check a configuration against an engine's flag table before anything is launched.
 
 :func:`check_config` returns one :class:`~bringup.engines.base.FlagProblem` per flag the
-engine would refuse: an unknown flag (with the replacement from :data:`KNOWN_CHANGES` or
+engine would refuse: an unknown flag (with the replacement from the adapter's ``known_changes`` or
 the closest spelling in the help), an ambiguous argparse prefix, a value outside the
 choices, a switch given a value or a valued flag given none. Every message names the
 engine version and where its help came from, so a refusal read on a laptop from captured
 help says so. :func:`engine_table` reads the installed engine's ``--help`` once per
-process and falls back to the help captured in ``bringup/engines/help/``.
+process and falls back to the help the engine's folder ships (``<engine>/help/``, named by
+its adapter's ``captured_help``); renamed flags come from the adapter's ``known_changes``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-from bringup.engines.base import FlagProblem
+from bringup.engines.base import EngineAdapter, FlagProblem
 from bringup.engines.helptext import (
     DEFAULT_OPTIONS,
     FlagSpec,
@@ -40,101 +41,57 @@ class KnownChange:
     value: str | None = None  # only this value of the flag changed
 
 
-KNOWN_CHANGES: dict[str, tuple[KnownChange, ...]] = {
-    "sglang": (
-        KnownChange(
-            "--mamba-scheduler-strategy",
-            "renamed to --mamba-radix-cache-strategy in SGLang 0.5.15 and removed in 0.5.20",
-            "--mamba-radix-cache-strategy",
-        ),
-        KnownChange(
-            "--cuda-graph-max-bs",
-            "split into --cuda-graph-max-bs-decode/-prefill in SGLang 0.5.15; the old name "
-            "was removed in 0.5.20 and is now an ambiguous prefix",
-            "--cuda-graph-max-bs-decode",
-        ),
-        KnownChange(
-            "--kv-cache-dtype",
-            "SGLang has no plain fp8 KV dtype; the fp8 of vLLM and TensorRT-LLM is fp8_e4m3",
-            "--kv-cache-dtype fp8_e4m3",
-            value="fp8",
-        ),
-        *(
-            KnownChange(
-                flag,
-                "the cutlass_mla backend was deprecated (sgl-project/sglang#32111) and is "
-                "gone from 0.5.23; trtllm_mla or tokenspeed_mla (alias of cutedsl_mla) "
-                "replace it for MLA decode",
-                f"{flag} trtllm_mla",
-                value="cutlass_mla",
-            )
-            for flag in (
-                "--attention-backend",
-                "--decode-attention-backend",
-                "--prefill-attention-backend",
-            )
-        ),
-    ),
-    "vllm": (
-        KnownChange(
-            "--task",
-            "vllm serve has no --task; pooling models use --runner pooling "
-            "(and --convert embed|classify|reward)",
-            "--runner pooling",
-        ),
-        KnownChange(
-            "VLLM_ATTENTION_BACKEND",
-            "the environment variable was removed around vLLM 0.15 and is silently ignored",
-            "--attention-backend",
-        ),
-        KnownChange(
-            "VLLM_TORCH_PROFILER_DIR",
-            "the environment variable was removed in vLLM 0.16",
-            "--profiler-config.torch_profiler_dir",
-        ),
-    ),
-    "llama.cpp": (
-        KnownChange(
-            "--mlock",
-            "llama-server replaced --mlock with --load-mode (ggml-org/llama.cpp#20834)",
-            "--load-mode mmap+mlock",
-        ),
-        KnownChange(
-            "--no-mmap",
-            "llama-server replaced --no-mmap with --load-mode (ggml-org/llama.cpp#20834)",
-            "--load-mode none",
-        ),
-    ),
-}
+@dataclass(frozen=True)
+class CapturedHelp:
+    """Help text captured from one engine version, shipped in its folder's ``help/``."""
 
-# Captured help shipped as package data: engine -> (file, version, style, marker flag).
-CAPTURED: dict[str, tuple[str, str, Style]] = {
-    "sglang": ("sglang-0.5.23-serve-help.txt", "0.5.23", "argparse"),
-    "vllm": ("vllm-0.33.0-serve-help-all.txt", "0.33.0", "argparse"),
-    "llama.cpp": ("llama-server-b11434-cuda-help.txt", "b11434", "llama"),
-    "trtllm": ("trtllm-serve-00209af-options-from-source.txt", "commit 00209af", "click"),
-}
+    package: str  # the engine's package, e.g. "bringup.engines.sglang"
+    filename: str
+    version: str
+    style: Style
 
-_DISPLAY = {"sglang": "SGLang", "vllm": "vLLM", "llama.cpp": "llama.cpp", "trtllm": "TensorRT-LLM"}
+    def text(self) -> str:
+        return (resources.files(self.package) / "help" / self.filename).read_text(encoding="utf-8")
+
+
+def _adapter(engine: str) -> EngineAdapter:
+    from bringup.engines.registry import find_engine
+
+    adapter = find_engine(engine)
+    if adapter is None or adapter.captured_help is None:
+        raise KeyError(engine)
+    return adapter
+
+
+def _label(engine: str) -> str:
+    from bringup.engines.registry import find_engine
+
+    adapter = find_engine(engine)
+    return adapter.label if adapter is not None else engine
+
+
 _cache: dict[tuple[str, ...], FlagTable] = {}
 
 
 def captured_help(engine: str) -> str:
-    filename = CAPTURED[engine][0]
-    return (resources.files("bringup.engines") / "help" / filename).read_text(encoding="utf-8")
+    captured = _adapter(engine).captured_help
+    assert captured is not None
+    return captured.text()
 
 
 def captured_table(engine: str, options: ParseOptions = DEFAULT_OPTIONS) -> FlagTable:
     """The flag table from help text captured earlier and shipped with bringup."""
     key = ("captured", engine, repr(options))
     if key not in _cache:
-        filename, version, style = CAPTURED[engine]
+        adapter = _adapter(engine)
+        captured = adapter.captured_help
+        assert captured is not None
         _cache[key] = parse_help(
-            captured_help(engine),
-            engine=_DISPLAY.get(engine, engine),
-            version=version,
-            source=f"help text {filename} shipped with bringup",
-            style=style,
+            captured.text(),
+            engine=adapter.label,
+            version=captured.version,
+            source=f"help text {captured.filename} shipped with bringup",
+            style=captured.style,
             options=options,
         )
     return _cache[key]
@@ -188,7 +145,7 @@ def engine_table(
         text = proc.stdout if markers[0] in proc.stdout else proc.stdout + proc.stderr
         table = parse_help(
             text,
-            engine=_DISPLAY.get(engine, engine),
+            engine=_label(engine),
             version=version,
             source=f"`{shown}`",
             options=options,
@@ -247,7 +204,10 @@ def _items(spec: FlagSpec, value: FlagValue, style: Style) -> list[str]:
 
 
 def _change(engine: str, flag: str, value: str | None = None) -> KnownChange | None:
-    for change in KNOWN_CHANGES.get(engine, ()):
+    from bringup.engines.registry import find_engine
+
+    adapter = find_engine(engine)
+    for change in adapter.known_changes if adapter is not None else ():
         if change.flag == flag and change.value == value:
             return change
     return None

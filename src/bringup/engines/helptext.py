@@ -22,7 +22,6 @@ _SEP = re.compile(r",\s+(?=-)| / (?=-)|\s{2,}|$")
 _ENV = re.compile(r"\(env: ([A-Z0-9_]+)\)")
 _ALLOWED = re.compile(r"allowed values: ([^()]+?)(?:\(|$)")
 _LIST_ITEM = re.compile(r"^- ([\w.+-]+):")
-_VERSION_URL = re.compile(r"docs\.vllm\.ai/en/v(\d+\.\d+[\w.]*)/")
 _PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _DEFAULT = re.compile(r"\(default: ([\w.+-]+)\)")
 
@@ -126,6 +125,8 @@ class ParseOptions:
     allow_abbrev: bool | None = None  # None: argparse's default (on) for argparse help
     normalize_underscores: bool = False  # vLLM: --max_num_seqs means --max-num-seqs
     dotted_keys: bool = False  # vLLM: --compilation-config.mode 3 sets one JSON key
+    # regex whose group 1 is the version, for help that prints it only in passing (links)
+    version_pattern: str | None = None
 
 
 DEFAULT_OPTIONS = ParseOptions()
@@ -142,8 +143,8 @@ def parse_help(
     """Parse help text of any known layout into a :class:`FlagTable`."""
     style = style or detect_style(text)
     flags = _parse_lines(text, style)
-    if version == "unknown":
-        m = _VERSION_URL.search(text)
+    if version == "unknown" and options.version_pattern:
+        m = re.search(options.version_pattern, text)
         if m:
             version = m.group(1)
     abbrev = options.allow_abbrev

@@ -46,7 +46,6 @@ class PythonEngineAdapter(EngineAdapter):
     port_flag: str = "--port"
     served_name_flag: str | None = "--served-model-name"
     parse_options: ParseOptions = ParseOptions()
-    fatal_patterns: tuple[str, ...] = ()
     chosen_patterns: tuple[tuple[str, str], ...] = ()  # (key, regex whose group 1 is the value)
 
     # -- where the engine is ------------------------------------------------------------
@@ -219,9 +218,6 @@ class PythonEngineAdapter(EngineAdapter):
 
     def served_model(self, spec: Spec) -> str | None:
         return spec.model.name or spec.model.path
-
-    def is_fatal(self, line: str) -> bool:
-        return super().is_fatal(line) or any(re.search(p, line) for p in self.fatal_patterns)
 
     def chosen(self, log_text: str) -> dict[str, str]:
         found: dict[str, str] = {}

@@ -1,7 +1,9 @@
 """Engine adapters as plugins.
 
-One hook, ``register_engines(register)``, like simonw/llm. Built-in adapters register
-through it exactly as third-party packages do via the ``bringup.engines`` entry point.
+One hook, ``register_engines(register)``, like simonw/llm. Built-in engines register
+through it exactly as third-party packages do via the ``bringup.engines`` entry point; a
+built-in is one folder under ``bringup/engines/`` plus its line in :data:`BUILTIN_MODULES`.
+Every spelling of an engine (name and aliases) resolves here and nowhere else.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ BUILTIN_MODULES = (
     "bringup.engines.vllm",
     "bringup.engines.trtllm",
     "bringup.engines.command",
+    "bringup.engines.llamacpp.ollama",
 )
 
 
@@ -32,6 +35,7 @@ class EngineHooks:
 
 
 _manager: pluggy.PluginManager | None = None
+_table: tuple[frozenset[int], dict[str, EngineAdapter], list[EngineAdapter]] | None = None
 
 
 def plugin_manager() -> pluggy.PluginManager:
@@ -55,22 +59,59 @@ def plugin_manager() -> pluggy.PluginManager:
 
 
 def engines() -> dict[str, EngineAdapter]:
+    """Every key (name and alias, lower-case) -> its adapter, in registration order.
+
+    The table is built once per set of registered plugins: readiness asks it for every log
+    line, and an adapter caches its compiled patterns.
+    """
+    return _built()[1]
+
+
+def _built() -> tuple[frozenset[int], dict[str, EngineAdapter], list[EngineAdapter]]:
+    global _table
+    pm = plugin_manager()
+    key = frozenset(id(p) for p in pm.get_plugins())
+    if _table is not None and _table[0] == key:
+        return _table
     found: dict[str, EngineAdapter] = {}
+    calls: list[EngineAdapter] = []
 
     def register(adapter: EngineAdapter) -> None:
-        for key in (adapter.name, *adapter.aliases):
-            found[key.lower()] = adapter
+        calls.append(adapter)
+        for name in (adapter.name, *adapter.aliases):
+            found.setdefault(name.lower(), adapter)  # on a shared name a built-in wins
 
-    plugin_manager().hook.register_engines(register=register)
-    return found
+    # in registration order (a plain hook call would run the last registered plugin first)
+    for impl in pm.hook.register_engines.get_hookimpls():
+        impl.function(register=register)
+    _table = (key, found, calls)
+    return _table
+
+
+def adapters() -> list[EngineAdapter]:
+    """Each registered adapter once, in registration order (built-ins first)."""
+    return list({id(a): a for a in _built()[2]}.values())
+
+
+def find_engine(name: str | None) -> EngineAdapter | None:
+    """The adapter any spelling of ``name`` refers to, or None when none is registered."""
+    if not name:
+        return None
+    return engines().get(name.strip().lower())
+
+
+def engine_key(name: str | None) -> str | None:
+    """The canonical name of the engine ``name`` spells, or None when unknown."""
+    adapter = find_engine(name)
+    return adapter.name if adapter is not None else None
 
 
 def get_engine(name: str) -> EngineAdapter:
-    table = engines()
-    try:
-        return table[name.lower()]
-    except KeyError:
-        names = sorted({a.name for a in table.values()})
+    """The adapter that launches engine ``name``; raises UnknownEngineError otherwise."""
+    adapter = find_engine(name)
+    if adapter is None or not adapter.launchable:
+        names = sorted({a.name for a in adapters() if a.launchable})
         raise UnknownEngineError(
             f"unknown engine {name!r}; set engine.name to one of: {', '.join(names)}."
-        ) from None
+        )
+    return adapter

@@ -2,13 +2,16 @@
 
 Three watchers share one loop (50 ms tick): the process (an exit is a verdict within the
 tick, never at the timeout), the log (a fatal line ends the wait even if the process
-lingers; a silent log for ``hang_timeout_s`` is a hang), and the health endpoint (polled
-with backoff; connection refused and 503 mean "not yet").
+lingers; a silent log for ``hang_timeout_s`` is a hang; the engine's ready line makes the
+next health poll happen at once instead of after the backoff), and the health endpoint
+(polled with backoff; connection refused and 503 mean "not yet"). Only a healthy answer
+makes the engine ready: the ready line alone never does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,8 +80,10 @@ async def wait_ready(
     start_timeout_s: float,
     hang_timeout_s: float,
     health_path: str | None = None,
+    ready_pattern: str | None = None,
 ) -> ReadyOutcome:
     start = time.monotonic()
+    ready_line = re.compile(ready_pattern) if ready_pattern else None
     tail = LogTail(proc.log_path)
     path = health_path or adapter.health_path
     backoff, next_poll = 0.05, start
@@ -112,6 +117,8 @@ async def wait_ready(
                         await asyncio.sleep(TICK_S)
                     tail.read_new_lines()
                     return failed(detail=f"fatal log line while starting: {line.strip()}")
+                if ready_line is not None and ready_line.search(line):
+                    next_poll = now
             if now - start > start_timeout_s:
                 detail = f"not ready after {start_timeout_s:.0f} s"
                 return _hang(tail, adapter, start, last_health, detail)

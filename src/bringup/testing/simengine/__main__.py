@@ -20,18 +20,11 @@ from typing import Any
 
 from bringup.errors import BringupError
 from bringup.testing.simengine.evaluate import unknown_flag_error
+from bringup.testing.simengine.profile import profile_for
 from bringup.testing.simengine.server import SimEngine
 from bringup.testing.simengine.world import World, load_world
 
-_MODEL_FLAGS = {
-    "sglang": ("--model-path", "--model"),
-    "vllm": ("--model",),
-    "llama.cpp": ("-m", "--model"),
-    "trtllm": ("--model",),
-    "generic": ("--model", "--model-path", "-m"),
-}
 _NAME_FLAGS = ("--served-model-name", "--alias", "-a")
-_DEFAULT_PORT = {"sglang": 30000, "vllm": 8000, "llama.cpp": 8080, "trtllm": 8000, "generic": 8000}
 
 
 def _is_value(token: str) -> bool:
@@ -82,17 +75,14 @@ def build(argv: list[str]) -> tuple[World, SimEngine] | int:
     except BringupError as exc:
         print(f"simengine: {exc}", file=sys.stderr)
         return 2
-    engine = world.world.engine
+    profile = profile_for(world.world.engine)
     host = str(flags.pop("--host", "127.0.0.1"))
-    port = int(flags.pop("--port", _DEFAULT_PORT[engine]))
+    port = int(flags.pop("--port", profile.default_port))
     rest = [p for p in positionals if p != "serve"]
-    model = _take(flags, _MODEL_FLAGS[engine]) or (rest[0] if rest else None)
+    model = _take(flags, profile.model_flags) or (rest[0] if rest else None)
     served = _take(flags, _NAME_FLAGS)
-    if engine == "sglang" and model is None:
-        print(
-            "sglang serve: error: the following arguments are required: --model-path",
-            file=sys.stderr,
-        )
+    if profile.model_required and model is None:
+        print(profile.model_required, file=sys.stderr)
         return 2
     rejected = unknown_flag_error(world, flags)
     if rejected is not None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bringup.diagnose import classify
+from bringup.testing.simengine.profile import profile_for
 from bringup.testing.simengine.world import Outcome, World
 from bringup.verdict import Category, Stage, Status, TrialResult
 
@@ -73,18 +74,12 @@ def unknown_flag_error(world: World, config: dict[str, Any]) -> tuple[str, int] 
         if flag in world.flags.removed:
             return world.flags.removed[flag], 2
         if not world.accepts(flag) and world.flags.unknown == "reject":
-            return rejection_text(world, flag), (1 if world.world.engine == "llama.cpp" else 2)
+            return rejection_text(world, flag), profile_for(world.world.engine).reject_exit
     return None
 
 
 def rejection_text(world: World, flag: str) -> str:
-    engine = world.world.engine
-    if engine == "llama.cpp":
-        return f"error: invalid argument: {flag}"
-    prog = {"sglang": "sglang serve", "vllm": "vllm serve", "trtllm": "trtllm-serve"}.get(
-        engine, "engine"
-    )
-    return f"usage: {prog} [-h] ...\n{prog}: error: unrecognized arguments: {flag}"
+    return profile_for(world.world.engine).reject.format(flag=flag)
 
 
 def _evidence(log: str, category: Category, engine: str) -> list[str]:

@@ -1,11 +1,11 @@
 """The simulated engine's process: start-up, failure and the OpenAI-compatible API.
 
 One :class:`SimEngine` per process. It logs like the imitated engine, follows its health
-semantics (SGLang: connection refused, then 503 while warming up, then 200; vLLM and
-trtllm-serve: connection refused until ready; llama.cpp: 503 ``Loading model`` until
-ready), then crashes, hangs or serves as the world's first matching outcome says. Delays
-of start-up and crashes are the world's seconds divided by ``speed``; token timing is real
-(first token after the world's TTFT, then the throughput shared among active requests).
+semantics as the engine's :class:`~bringup.testing.simengine.profile.SimProfile` says
+(e.g. connection refused, then 503 while warming up, then 200), then crashes, hangs or
+serves as the world's first matching outcome says. Delays of start-up and crashes are the
+world's seconds divided by ``speed``; token timing is real (first token after the world's
+TTFT, then the throughput shared among active requests).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from bringup.testing.simengine.evaluate import outcome_log
+from bringup.testing.simengine.profile import profile_for
 from bringup.testing.simengine.text import continuation, token_logprob
 from bringup.testing.simengine.world import Outcome, World
 
@@ -40,6 +41,7 @@ class SimEngine:
         self.model = model
         self.speed = max(speed, 1e-6)
         self.outcome: Outcome | None = world.first_outcome(config)
+        self.profile = profile_for(world.world.engine)
         self.ready = False
         self.active = 0
         self.served = 0
@@ -50,15 +52,7 @@ class SimEngine:
 
     def log(self, line: str) -> None:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        engine = self.world.world.engine
-        text = (
-            f"[{stamp}] {line}"
-            if engine == "sglang"
-            else f"INFO {line}"
-            if engine == "vllm"
-            else line
-        )
-        print(text, file=sys.stderr, flush=True)
+        print(self.profile.log_format.format(stamp=stamp, line=line), file=sys.stderr, flush=True)
 
     async def _sleep_until(self, sim_s: float) -> None:
         delay = self.started + sim_s / self.speed - time.time()
@@ -74,10 +68,10 @@ class SimEngine:
         self.log(f"server_args: model={self.model!r} flags={json.dumps(self.config, default=str)}")
         crash_at = self.outcome.after_s if self.outcome and self.outcome.kind == "crash" else None
         listen_at = {
-            "llama.cpp": 0.0,
-            "sglang": t.listen_s if t.listen_s is not None else t.startup_s * 0.9,
+            "start": 0.0,
+            "listen_s": t.listen_s if t.listen_s is not None else t.startup_s * 0.9,
         }
-        listen_s = listen_at.get(engine, t.startup_s)
+        listen_s = listen_at.get(self.profile.listen, t.startup_s)
         steps = sorted(
             [(listen_s, "listen"), (t.startup_s * 0.3, "load"), (t.startup_s, "ready")]
             + ([(crash_at, "crash")] if crash_at is not None else [])
@@ -109,18 +103,9 @@ class SimEngine:
         await self.close()
 
     def _log_ready(self) -> None:
-        engine = self.world.world.engine
         url = f"http://{self.host}:{self.port}"
-        if engine == "sglang":
-            self.log("The server is fired up and ready to roll!")
-        elif engine == "vllm":
-            self.log(f"Starting vLLM server on {url}")
-            self.log("Application startup complete.")
-        elif engine == "llama.cpp":
-            self.log("srv  llama_server: model loaded")
-            self.log(f"srv  llama_server: listening on {url}")
-        else:
-            self.log(f"Uvicorn running on {url}")
+        for line in self.profile.ready_lines:
+            self.log(line.format(url=url))
 
     async def _listen(self) -> None:
         app = web.Application()
@@ -144,16 +129,15 @@ class SimEngine:
     # ---- endpoints ---------------------------------------------------------------------
 
     def _not_ready(self) -> web.Response:
-        if self.world.world.engine == "llama.cpp":
-            body = {"error": {"message": "Loading model", "type": "unavailable_error", "code": 503}}
-            return web.json_response(body, status=503)
+        if self.profile.loading_body is not None:
+            return web.json_response(self.profile.loading_body, status=503)
         return web.Response(status=503)
 
     async def health(self, request: web.Request) -> web.Response:
         if not self.ready:
             return self._not_ready()
-        if self.world.world.engine == "llama.cpp":
-            return web.json_response({"status": "ok"})
+        if self.profile.ready_body is not None:
+            return web.json_response(self.profile.ready_body)
         return web.Response(status=200)
 
     async def models(self, request: web.Request) -> web.Response:

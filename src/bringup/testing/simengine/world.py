@@ -17,14 +17,13 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bringup.errors import SpecError
 from bringup.spec import Config, FlagValue, Spec
 from bringup.verdict import Category, Stage
 
 Condition = dict[str, FlagValue | list[FlagValue]]
-EngineKind = Literal["sglang", "vllm", "llama.cpp", "trtllm", "generic"]
 OutcomeKind = Literal["crash", "hang", "garbage", "wrong_answer", "drift", "load_errors"]
 WORLDS_DIR = Path(__file__).parent / "worlds"
 
@@ -35,11 +34,21 @@ class _M(BaseModel):
 
 class WorldInfo(_M):
     name: str
-    engine: EngineKind = "sglang"
+    engine: str = "sglang"  # an engine with a simulated profile, or "generic"
     engine_version: str = "unknown"
     hardware: str = "unknown"
     model: str = "sim-model"  # the id served under /v1/models
     description: str = ""
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, value: str) -> str:
+        from bringup.testing.simengine.profile import simulated_engines
+
+        known = simulated_engines()
+        if value not in known:
+            raise ValueError(f"the simulated engine imitates {', '.join(known)}, not {value!r}")
+        return value
 
 
 class Timing(_M):

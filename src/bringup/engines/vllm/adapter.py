@@ -22,11 +22,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from bringup.engines.base import EngineAdapter, HealthState
+from bringup.engines.base import EngineImage, HealthState
 from bringup.engines.helptext import ParseOptions
-from bringup.engines.profiling import ProfilingEndpoints, vllm_profiling
 from bringup.engines.pyengine import PythonEngineAdapter, int_flag
-from bringup.engines.registry import hookimpl
+from bringup.engines.vllm import flags, logs, rules, sim
 from bringup.spec import Config, FlagValue
 
 INSTALL_HINT = (
@@ -72,20 +71,20 @@ class VLLMAdapter(PythonEngineAdapter):
     help_args = ("--help=all",)
     help_markers = ("--port", "--gpu-memory-utilization", "--max-num-seqs")
     model_flag = None
-    parse_options = ParseOptions(normalize_underscores=True, dotted_keys=True)
+    parse_options = ParseOptions(
+        normalize_underscores=True, dotted_keys=True, version_pattern=flags.VERSION_IN_HELP
+    )
     install_hint = INSTALL_HINT
     health_path = "/health"
-    ready_pattern = r"Application startup complete|Starting vLLM (?:API )?server on http"
+    ready_pattern = logs.READY
     info_paths = ("/version",)
-    fatal_patterns = (
-        r"Engine core initialization failed",
-        r"EngineCore failed to start",
-        r"EngineDeadError",
-        r"vllm serve: error:",
-    )
+    rules = (rules.RULES,)
+    fatal_patterns = logs.FATAL
+    captured_help = flags.CAPTURED
+    known_changes = flags.KNOWN_CHANGES
+    image = EngineImage("vllm/vllm-openai:latest", "vllm/vllm-openai:latest")
+    sim_profile = sim.PROFILE
     chosen_patterns = (
-        ("attention_backend", r"Using (\w+) attention backend out of potential backends"),
-        ("attention_backend", r"Using ([A-Z][A-Z0-9_]+) backend\.?\s*$"),
         ("version", r"vLLM API server version (\S+)"),
         ("gpu_kv_cache_tokens", r"GPU KV cache size: ([\d,]+) tokens"),
         *((key, rf"with config: .*?\b{key}=([^,\s]+)") for key in _CONFIG_KEYS),
@@ -120,11 +119,5 @@ class VLLMAdapter(PythonEngineAdapter):
             return str(payload["version"])
         return None
 
-    def profiling(self, output_dir: str) -> ProfilingEndpoints | None:
-        return vllm_profiling(output_dir)
-
-
-@hookimpl
-def register_engines(register: Any) -> None:
-    adapter: EngineAdapter = VLLMAdapter()
-    register(adapter)
+    def read_chosen(self, lines: list[str], found: dict[str, str]) -> None:
+        logs.read_chosen(lines, found)

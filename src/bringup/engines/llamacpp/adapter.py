@@ -13,8 +13,14 @@ from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
-from bringup.engines.base import EngineAdapter, EngineInfo, FlagProblem, render_flags
-from bringup.engines.registry import hookimpl
+from bringup.engines.base import (
+    EngineAdapter,
+    EngineImage,
+    EngineInfo,
+    FlagProblem,
+    render_flags,
+)
+from bringup.engines.llamacpp import flags, logs, rules, sim
 from bringup.errors import EngineNotInstalledError, ModelNotFoundError
 from bringup.spec import FlagValue, Spec
 
@@ -85,9 +91,20 @@ def _check_gguf(path: Path) -> None:
 
 class LlamaCppAdapter(EngineAdapter):
     name = "llama.cpp"
-    aliases = ("llamacpp", "llama-server", "llama_cpp")
+    aliases = ("llamacpp", "llama-server", "llama_cpp", "llama-cpp")
+    display = "llama.cpp"
     health_path = "/health"
     install_hint = INSTALL_HINT
+    rules = (rules.RULES,)
+    fatal_patterns = logs.FATAL
+    captured_help = flags.CAPTURED
+    known_changes = flags.KNOWN_CHANGES
+    image = EngineImage(
+        "ghcr.io/ggml-org/llama.cpp:server",
+        "ghcr.io/ggml-org/llama.cpp:server-cuda",
+        "/app/llama-server",
+    )
+    sim_profile = sim.PROFILE
 
     def locate(self, spec: Spec) -> list[str]:
         binary = find_llama_server(spec.engine.binary)
@@ -159,7 +176,5 @@ class LlamaCppAdapter(EngineAdapter):
     def served_model(self, spec: Spec) -> str | None:
         return spec.model.name or (Path(spec.model.path).name if spec.model.path else None)
 
-
-@hookimpl
-def register_engines(register):  # type: ignore[no-untyped-def]
-    register(LlamaCppAdapter())
+    def read_chosen(self, lines: list[str], found: dict[str, str]) -> None:
+        logs.read_chosen(lines, found)

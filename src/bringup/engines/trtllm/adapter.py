@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bringup.engines.base import EngineAdapter, FlagProblem
+from bringup.engines.base import EngineImage, FlagProblem
 from bringup.engines.helptext import ParseOptions
 from bringup.engines.pyengine import PythonEngineAdapter, int_flag
-from bringup.engines.registry import hookimpl
+from bringup.engines.trtllm import flags, logs, rules, sim
 from bringup.spec import Config, FlagValue, Spec
 
 INSTALL_HINT = (
@@ -81,8 +81,15 @@ class TRTLLMAdapter(PythonEngineAdapter):
     served_name_flag = None  # trtllm-serve answers under the model argument
     parse_options = ParseOptions(dotted_keys=True)
     install_hint = INSTALL_HINT
-    ready_pattern = r"Application startup complete|Uvicorn running on"
+    ready_pattern = logs.READY
     info_paths = ("/version",)
+    rules = (rules.RULES,)
+    fatal_patterns = logs.FATAL
+    captured_help = flags.CAPTURED
+    image = EngineImage(
+        "nvcr.io/nvidia/tensorrt-llm/release:latest", "nvcr.io/nvidia/tensorrt-llm/release:latest"
+    )
+    sim_profile = sim.PROFILE
     chosen_patterns = (("version", r"TensorRT-LLM version: (\S+)"),)
 
     def normalize_flags(self, flags: Mapping[str, FlagValue]) -> Config:
@@ -143,8 +150,5 @@ class TRTLLMAdapter(PythonEngineAdapter):
             return str(payload["version"])
         return None
 
-
-@hookimpl
-def register_engines(register: Any) -> None:
-    adapter: EngineAdapter = TRTLLMAdapter()
-    register(adapter)
+    def read_chosen(self, lines: list[str], found: dict[str, str]) -> None:
+        logs.read_chosen(lines, found)

@@ -15,14 +15,13 @@ arguments plus ``version``). Flags are parsed by argparse with ``allow_abbrev`` 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from bringup.engines.base import EngineAdapter
-from bringup.engines.profiling import ProfilingEndpoints, sglang_profiling
+from bringup.engines.base import EngineImage
 from bringup.engines.pyengine import PythonEngineAdapter, int_flag
-from bringup.engines.registry import hookimpl
+from bringup.engines.sglang import flags, logs, rules, sim
+from bringup.engines.sglang.logs import keep, server_args_from_log
 from bringup.spec import FlagValue
 
 INSTALL_HINT = (
@@ -30,32 +29,6 @@ INSTALL_HINT = (
     "or point engine.binary at its `sglang` script or at "
     "'/path/to/python -m sglang.launch_server'"
 )
-
-# resolved server arguments worth keeping with a trial
-_CHOSEN_KEY = re.compile(
-    r".*_backend|.*_dtype|dtype|quantization|speculative_\w+|cuda_graph\w*|disable_cuda_graph"
-    r"|mamba_\w*strategy|(tp|dp|ep|pp|attn_dp|moe_dp)_size|mem_fraction_static|page_size"
-    r"|max_running_requests|chunked_prefill_size|max_total_tokens|max_prefill_tokens"
-)
-_SERVER_ARGS_ITEM = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|\[[^\]]*\]|[^,()\s]+)")
-
-
-def _keep(key: str, value: Any) -> bool:
-    return bool(_CHOSEN_KEY.fullmatch(key)) and value is not None and value != "None"
-
-
-def server_args_from_log(log_text: str) -> dict[str, str]:
-    """The resolved arguments SGLang prints as ``server_args=ServerArgs(...)``."""
-    found: dict[str, str] = {}
-    for line in log_text.splitlines():
-        start = line.find("server_args=ServerArgs(")
-        if start < 0:
-            continue
-        for key, raw in _SERVER_ARGS_ITEM.findall(line[start + len("server_args=ServerArgs(") :]):
-            value = raw[1:-1] if raw.startswith("'") else raw
-            if _keep(key, value):
-                found[key] = value
-    return found
 
 
 class SGLangAdapter(PythonEngineAdapter):
@@ -70,22 +43,16 @@ class SGLangAdapter(PythonEngineAdapter):
     model_flag = "--model-path"
     install_hint = INSTALL_HINT
     health_path = "/health"
-    ready_pattern = r"The server is fired up and ready to roll!"
+    ready_pattern = logs.READY
     health_timeout_s = 25.0  # /health waits up to 20 s for the scheduler before a 503
     info_paths = ("/server_info", "/model_info")
-    fatal_patterns = (
-        r"Initialization failed\. warmup error",
-        r"Received sigquit from a child process",
-        r"Scheduler hit an exception",
-        r"sglang serve: error:|launch_server\.py: error:",
-    )
-    chosen_patterns = (
-        ("attention_backend", r"Attention backend not specified\. Use (\w+) backend by default"),
-        ("kv_cache_tokens", r"KV Cache is allocated\. #tokens: (\d+)"),
-        ("max_total_num_tokens", r"max_total_num_tokens=(\d+)"),
-        ("cuda_graph_bs", r"Capture cuda graph bs (\[[^\]]*\])"),
-        ("model_dtype", r"Load weight end\. type=\w+, dtype=torch\.(\w+)"),
-    )
+    rules = (rules.RULES,)
+    fatal_patterns = logs.FATAL
+    chosen_patterns = logs.CHOSEN_PATTERNS
+    captured_help = flags.CAPTURED
+    known_changes = flags.KNOWN_CHANGES
+    image = EngineImage("lmsysorg/sglang:latest", "lmsysorg/sglang:latest")
+    sim_profile = sim.PROFILE
 
     def gpus_needed(self, config: Mapping[str, FlagValue]) -> int:
         tp = int_flag(config, "--tp-size")
@@ -102,7 +69,7 @@ class SGLangAdapter(PythonEngineAdapter):
     def chosen_from_info(self, path: str, payload: Any) -> dict[str, str]:
         if path != "/server_info" or not isinstance(payload, dict):
             return {}
-        found = {k: str(v) for k, v in payload.items() if _keep(k, v) and not isinstance(v, dict)}
+        found = {k: str(v) for k, v in payload.items() if keep(k, v) and not isinstance(v, dict)}
         states = payload.get("internal_states")
         if isinstance(states, list) and states and isinstance(states[0], dict):
             for key in ("max_total_num_tokens", "attention_backend", "cuda_graph"):
@@ -115,11 +82,5 @@ class SGLangAdapter(PythonEngineAdapter):
             return str(payload["version"])
         return None
 
-    def profiling(self, output_dir: str) -> ProfilingEndpoints | None:
-        return sglang_profiling(output_dir)
-
-
-@hookimpl
-def register_engines(register: Any) -> None:
-    adapter: EngineAdapter = SGLangAdapter()
-    register(adapter)
+    def read_chosen(self, lines: list[str], found: dict[str, str]) -> None:
+        logs.read_chosen(lines, found)

