@@ -27,8 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bringup.builtin_models import resolve_builtin
 from bringup.engines.llamacpp import find_llama_server
-from bringup.models import resolve_builtin
 from bringup.plan.base import PlannedTrial
 from bringup.spec import parse_spec
 from bringup.sweep import prepare

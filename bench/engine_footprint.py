@@ -1,13 +1,14 @@
 """How far each built-in engine's knowledge reaches outside its own folder.
 
 For every built-in engine (the modules the registry loads, less the generic ``command``
-engine, whose name is an ordinary word, and engines bringup only diagnoses), count the Python source files under
-``src/bringup/`` that name the engine although they lie outside its own module or folder,
-outside ``testing/`` (the simulated engine imitates every engine on purpose) and apart from
-the registry's one line per built-in. A file "names" an engine when its code does: an
-identifier (``VLLMAdapter``, ``rules_sglang``) or a string literal (``"llama.cpp"``,
-``"bringup.engines.trtllm"``) holds one of the engine's names (its name, aliases, display
-name, module name). Comments and docstrings are prose and are not counted. Target: 0.
+engine, whose name is an ordinary word, and engines bringup only diagnoses), count the
+Python source files under ``src/bringup/`` that name the engine although they lie outside
+its own module or folder, outside ``testing/`` (the simulated engine imitates every engine
+on purpose) and apart from the registry's one line per built-in. A file "names" an engine
+when its code does: an identifier (``VLLMAdapter``, ``rules_sglang``) or a string literal
+(``"llama.cpp"``, ``"bringup.engines.trtllm"``) holds one of the engine's names (its name,
+aliases, display name, module name). Comments and docstrings are prose and are not
+counted. Target: 0.
 
     .venv/bin/python bench/engine_footprint.py [--verbose]
 
@@ -75,7 +76,9 @@ def _string_pattern(names: set[str]) -> re.Pattern[str]:
 
 def _registry_lines(text: str) -> str:
     """registry.py without its one line per built-in module."""
-    keep = [ln for ln in text.splitlines() if not re.fullmatch(r'\s*"bringup\.engines\.[\w.]+",', ln)]
+    keep = [
+        ln for ln in text.splitlines() if not re.fullmatch(r'\s*"bringup\.engines\.[\w.]+",', ln)
+    ]
     return "\n".join(keep) + "\n"
 
 

@@ -552,7 +552,7 @@ def literal_ids(ref: str, command: str) -> Callable[[Path], Outcome]:
 
 
 def llama_spec(folder: Path, *, bench: str = "", extra: str = "", args: str = "") -> Path:
-    from bringup.models import resolve_builtin
+    from bringup.builtin_models import resolve_builtin
 
     model = resolve_builtin("gemma3-270m")
     spec = folder / "spec.toml"
@@ -741,8 +741,8 @@ CASES = [
 
 def engine_installed() -> bool:
     try:
+        from bringup.builtin_models import resolve_builtin
         from bringup.engines.llamacpp import find_llama_server
-        from bringup.models import resolve_builtin
 
         resolve_builtin("gemma3-270m")
         return find_llama_server() is not None

@@ -179,10 +179,8 @@ async def run_trial(
             )
             result.timings["ready_s"] = round(outcome.elapsed_s, 3)
             if not outcome.ready:
-                assert outcome.category is not None
-                result.fail(
-                    Stage.READY, outcome.category, outcome.evidence, outcome.remedy, outcome.detail
-                )
+                assert outcome.failure is not None
+                result.fail_with(outcome.failure)
                 return run
 
             t0 = _enter(ctx, result, Stage.IDENTIFIED, "who answers?")
@@ -274,7 +272,7 @@ async def _no_answer(
         text = proc.log_path.read_text(errors="replace")
         diag = classify(text, engine=adapter.name, exit_code=proc.returncode, stage=stage)
         detail = f"the engine {describe_exit(proc.returncode)} while serving; {what}"
-        result.fail(stage, diag.category, diag.evidence, diag.remedy, detail)
+        result.fail_with(diag.to_failure(stage, detail))
         return
     kind = request_failure_kind(what)
     progress = None

@@ -66,7 +66,11 @@ LAUNCH_CATEGORIES: tuple[Category, ...] = tuple(Category)[:12]
 
 
 class Failure(BaseModel):
-    """Why a trial failed: where, what kind, the decisive evidence and what to try."""
+    """Why a trial failed: where, what kind, the decisive evidence and what to try.
+
+    From a log, the classifier also says which rule decided (``rule``), how sure it is and
+    which flags that rule implicates; the pruner reads ``flags`` before the evidence text.
+    """
 
     stage: Stage
     category: Category
@@ -76,6 +80,9 @@ class Failure(BaseModel):
     # an accident of the moment (a timeout on a loaded machine, a reset connection), not
     # a property of the configuration: retried once, never prunes, never reused
     transient: bool = False
+    rule: str | None = None  # id of the deciding rule, e.g. "llama.cpp:quantized V cache"
+    confidence: float | None = None  # the classifier's, 0..1 (None: not from a log)
+    flags: list[str] = Field(default_factory=list)  # flags the deciding rule implicates
 
     def headline(self) -> str:
         line = self.evidence[0] if self.evidence else (self.detail or "")
@@ -117,13 +124,19 @@ class TrialResult(BaseModel):
         detail: str | None = None,
         transient: bool = False,
     ) -> TrialResult:
-        self.status = Status.FAILED
-        self.failure = Failure(
-            stage=stage,
-            category=category,
-            evidence=evidence or [],
-            remedy=remedy,
-            detail=detail,
-            transient=transient,
+        return self.fail_with(
+            Failure(
+                stage=stage,
+                category=category,
+                evidence=evidence or [],
+                remedy=remedy,
+                detail=detail,
+                transient=transient,
+            )
         )
+
+    def fail_with(self, failure: Failure) -> TrialResult:
+        """Record ``failure`` (a classifier's, with its rule and flags) as the verdict."""
+        self.status = Status.FAILED
+        self.failure = failure
         return self

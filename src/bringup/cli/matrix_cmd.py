@@ -14,7 +14,10 @@ from bringup.textsafe import printable
 @click.command("matrix")
 @click.option("--db", default="bringup.db", show_default=True, help="SQLite results file.")
 @click.option("--flag", "flags", multiple=True, help="Only these flags (repeatable).")
-def matrix(db: str, flags: tuple[str, ...]) -> None:
+@click.option(
+    "--rules", "with_rules", is_flag=True, help="Name the diagnosis rule that decided each failure."
+)
+def matrix(db: str, flags: tuple[str, ...], with_rules: bool) -> None:
     """Flag value by fingerprint (hardware, engine version): works, category or not tried."""
     from bringup.store import Store
 
@@ -25,7 +28,7 @@ def matrix(db: str, flags: tuple[str, ...]) -> None:
         result = compatibility_matrix(store.iter_all_trials())
     finally:
         store.close()
-    table = result.table()
+    table = result.table(rules=with_rules)
     if flags:
         table = [table[0], *(r for r in table[1:] if r[0] in flags)]
     if len(table) == 1:
@@ -39,7 +42,7 @@ def matrix(db: str, flags: tuple[str, ...]) -> None:
             cell = text.ljust(width)
             if i and j >= 2 and text == WORKS:
                 cell = click.style(cell, fg="green")
-            elif i and j >= 2 and text != NOT_TRIED:
+            elif i and j >= 2 and text != NOT_TRIED:  # a category, perhaps with its rule
                 cell = click.style(cell, fg="red")
             parts.append(cell)
         click.echo("  ".join(parts).rstrip())

@@ -33,7 +33,10 @@ def scan(lines: list[str], patterns: list[Pattern], found: dict[str, str]) -> No
 
 def extract_chosen(text: str, engine: str | None = None) -> dict[str, str]:
     """What the engine's log says it selected; empty when it says nothing we know."""
-from bringup.diagnose.logtext import content, log_lines
+    from bringup.engines.registry import adapters, find_engine
+
+    lines = [content(ln) for ln in log_lines(text)]
+    adapter = find_engine(engine)
     found: dict[str, str] = {}
     # an engine that brings no diagnosis of its own (``command``) may be any engine
     for reader in [adapter] if adapter is not None and adapter.rules else adapters():

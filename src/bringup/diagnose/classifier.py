@@ -6,8 +6,9 @@ that traceback runs through the engine's own package; warning-level lines count 
 rules score an exception by the frames it passed through (x1.2 for the engine's own frames).
 The exit status adds its own evidence (SIGKILL -> OOM killer, SIGILL -> CPU lacks an
 instruction set, ...). A category scores its best hit plus a little for each further
-distinct hit; the best category wins. Answers quoted in the log (empty or garbage text)
-are read by ``outputtext`` and score as ``garbage_output``.
+distinct hit; the best category wins, and its best-scoring hit is the deciding rule (its id
+and the flags the category's rules implicate go with the diagnosis). Answers quoted in the
+log (empty or garbage text) are read by ``outputtext`` and score as ``garbage_output``.
 
 Without a deciding signal, ``startup_timeout_or_hang`` needs evidence of a hang: the caller
 knows the engine still runs (``exit_code`` None during launch/readiness), or the log stops
@@ -75,6 +76,8 @@ class _Hit:
     index: int
     remedy: str | None
     frame_index: int | None = None
+    rule: str = ""  # "<rule set>:<rule name>", or "exit:<signal>"
+    flags: tuple[str, ...] = ()
 
 
 def _signal_of(exit_code: int | None) -> int | None:
@@ -87,7 +90,7 @@ def _signal_of(exit_code: int | None) -> int | None:
     return None
 
 
-def _exit_evidence(exit_code: int | None) -> tuple[Category, float, str, str | None] | None:
+def _exit_evidence(exit_code: int | None) -> tuple[Category, float, str, str | None, str] | None:
     sig = _signal_of(exit_code)
     if sig is None:
         return None
@@ -96,8 +99,9 @@ def _exit_evidence(exit_code: int | None) -> tuple[Category, float, str, str | N
     except ValueError:
         name = f"signal {sig}"
     line = f"process ended by {name} (exit status {exit_code})"
+    rule = f"exit:{name}"
     if sig == signal.SIGKILL:
-        return Category.OOM_HOST, 3.0, line, None
+        return Category.OOM_HOST, 3.0, line, None, rule
     if sig == signal.SIGILL:
         return (
             Category.UNSUPPORTED_HARDWARE,
@@ -105,10 +109,11 @@ def _exit_evidence(exit_code: int | None) -> tuple[Category, float, str, str | N
             line,
             "the build uses CPU instructions this machine lacks (e.g. AVX-512): use a "
             "build for this CPU",
+            rule,
         )
     if sig in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE):
-        return Category.RUNTIME_CRASH, 2.0, line, None
-    return Category.RUNTIME_CRASH, 0.5, line, None
+        return Category.RUNTIME_CRASH, 2.0, line, None, rule
+    return Category.RUNTIME_CRASH, 0.5, line, None, rule
 
 
 def _trim(lines: list[str]) -> list[str]:
@@ -147,7 +152,16 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
             for r in rs.rules:
                 m = r.pattern.search(text)
                 if m:
-                    hits.append(_Hit(r.category, r.weight * boost, i, r.remedy_for(m)))
+                    hits.append(
+                        _Hit(
+                            r.category,
+                            r.weight * boost,
+                            i,
+                            r.remedy_for(m),
+                            rule=f"{rs.engine}:{r.name}",
+                            flags=r.flags,
+                        )
+                    )
     for tb in tracebacks:
         if tb.exc_index is None or not tb.frames:
             continue
@@ -163,14 +177,30 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
                 frame = where[-1]  # the innermost matching frame
                 boost = _ENGINE_FRAME if frame.index in own else 1.0
                 hits.append(
-                    _Hit(fr.category, fr.weight * boost, tb.exc_index, fr.remedy, frame.index)
+                    _Hit(
+                        fr.category,
+                        fr.weight * boost,
+                        tb.exc_index,
+                        fr.remedy,
+                        frame.index,
+                        rule=f"{rs.engine}:{fr.name}",
+                        flags=fr.flags,
+                    )
                 )
     for tb in tracebacks:
         if failed_importing(tb):
             at = tb.exc_index if tb.exc_index is not None else tb.frames[-1].index
-            hits.append(_Hit(Category.MISSING_DEPENDENCY, _IMPORTING, at, _IMPORT_REMEDY))
-    for idx, weight, _reason in output_signals(lines):
-        hits.append(_Hit(Category.GARBAGE_OUTPUT, weight, idx, None))
+            hits.append(
+                _Hit(
+                    Category.MISSING_DEPENDENCY,
+                    _IMPORTING,
+                    at,
+                    _IMPORT_REMEDY,
+                    rule="traceback:failed-importing",
+                )
+            )
+    for idx, weight, reason in output_signals(lines):
+        hits.append(_Hit(Category.GARBAGE_OUTPUT, weight, idx, None, rule=f"output:{reason}"))
     return hits
 
 
@@ -252,6 +282,21 @@ def _posted_answer(lines: list[str]) -> list[int]:
     return []
 
 
+def _decided(
+    category: Category, won: list[_Hit], lines: list[str], engine: str | None, confidence: float
+) -> Diagnosis:
+    """The diagnosis of the winning category; its best-scoring hit is the deciding rule."""
+    best = sorted(won, key=lambda h: (-h.score, h.index))
+    return Diagnosis(
+        category,
+        _evidence(won, lines),
+        _remedy(category, won, lines, engine),
+        confidence,
+        rule=best[0].rule or None,
+        flags=list(dict.fromkeys(f for h in best for f in h.flags)),
+    )
+
+
 def _unknown_exit(
     text: str,
     lines: list[str],
@@ -267,12 +312,7 @@ def _unknown_exit(
     if ranked and ranked[0][1] >= _DECIDES:  # only "an error happened" lines
         category = ranked[0][0]
         won = [h for h in hits if h.category is category]
-        return Diagnosis(
-            category,
-            _evidence(won, lines),
-            _remedy(category, won, lines, engine),
-            _WEAK_CONFIDENCE,
-        )
+        return _decided(category, won, lines, engine, _WEAK_CONFIDENCE)
     answer = _posted_answer(lines)
     if answer:
         return Diagnosis(
@@ -281,6 +321,7 @@ def _unknown_exit(
             + [redact(lines[i].rstrip()) for i in answer[:2]],
             GENERIC_REMEDIES[Category.GARBAGE_OUTPUT],
             _ANSWER_CONFIDENCE,
+            rule="output:posted-answer",
         )
     tail = [redact(ln.rstrip()) for ln in nonblank(lines)[-3:]]
     return Diagnosis(
@@ -290,6 +331,7 @@ def _unknown_exit(
         "(--exit-code), to diagnose it",
         _NO_SIGNAL_CONFIDENCE,
         signal=False,
+        rule="generic:no-signal",
     )
 
 
@@ -307,19 +349,14 @@ def classify(
     exit_ev = _exit_evidence(exit_code)
     if exit_ev is not None:
         lines = [*lines, exit_ev[2]]
-        hits.append(_Hit(exit_ev[0], exit_ev[1], len(lines) - 1, exit_ev[3]))
+        hits.append(_Hit(exit_ev[0], exit_ev[1], len(lines) - 1, exit_ev[3], rule=exit_ev[4]))
     scores = _scores(hits, lines)
     ranked = sorted(scores.items(), key=lambda kv: -kv[1])
     weak_only = bool(ranked) and ranked[0][0] is Category.RUNTIME_CRASH and ranked[0][1] < _WEAK
     if ranked and ranked[0][1] >= _DECIDES and not (exit_code is None and weak_only):
         category = ranked[0][0]
         won = [h for h in hits if h.category is category]
-        return Diagnosis(
-            category,
-            _evidence(won, lines),
-            _remedy(category, won, lines, engine),
-            _confidence(ranked),
-        )
+        return _decided(category, won, lines, engine, _confidence(ranked))
     if exit_code is None and stage in (Stage.LAUNCHING, Stage.READY):
         return diagnose_hang(text, engine)  # the caller knows it still runs: a hang
     if exit_code is None and stage is None:
@@ -333,4 +370,5 @@ def classify(
         tail or [f"process {detail} without printing a reason"],
         "run the engine's command by hand to see why it stops",
         0.2,
+        rule="generic:no-reason-in-log",
     )

@@ -1,7 +1,9 @@
-"""The answer of the classifier: category, the decisive log lines, a remedy, a confidence.
+"""The answer of the classifier: category, the decisive log lines, a remedy, a confidence,
+the id of the rule that decided it and the flags that rule implicates.
 
-``stage_reached`` is set for hangs (the start-up phase the log last showed); ``to_dict`` is
-the JSON shape ``bringup diagnose --json`` prints.
+``to_failure`` turns it into the trial's :class:`~bringup.verdict.Failure`, keeping every
+field, once the stage is known. ``stage_reached`` is set for hangs (the start-up phase the
+log last showed); ``to_dict`` is the JSON shape ``bringup diagnose --json`` prints.
 
 Confidence is calibrated on the fit corpus (``bench/diagnose_eval.py`` prints accuracy by
 band): below :data:`GUESS_BELOW` the diagnosis is a guess, and says so (``guessing`` in
@@ -30,6 +32,8 @@ class Diagnosis:
     confidence: float = 0.5
     stage_reached: str | None = None  # hangs: the start-up phase the log last showed
     silent_s: float | None = None  # hangs: how long the log had been silent
+    rule: str | None = None  # id of the deciding rule ("<rule set>:<name>", "exit:SIGKILL", ...)
+    flags: list[str] = field(default_factory=list)  # flags the deciding rules implicate
     signal: bool = True  # False: nothing in the log or the exit status says what failed
 
     @property
@@ -68,6 +72,8 @@ class Diagnosis:
             out.extend(f"  {line}" for line in self.evidence)
         if self.remedy:
             out.append(f"try: {self.remedy}")
+        if self.rule:
+            out.append(f"decided by rule {self.rule}")
         return "\n".join(out)
 
     def to_failure(self, stage: Stage, detail: str | None = None) -> Failure:
@@ -79,4 +85,7 @@ class Diagnosis:
             evidence=list(self.evidence),
             remedy=self.remedy,
             detail=detail,
+            rule=self.rule,
+            confidence=self.confidence,
+            flags=list(self.flags),
         )

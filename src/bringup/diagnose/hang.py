@@ -135,4 +135,5 @@ def diagnose_hang(
         confidence,
         stage_reached=phase,
         silent_s=silent_s,
+        rule=f"hang:{phase}" if phase else "hang:no-phase-seen",
     )

@@ -6,7 +6,10 @@ prints, the category it implies, how decisive it is, and the remedy it implies. 
 ("failed to load model") that only decides when nothing better is present.
 A ``FrameRule`` weighs a Python exception by where it was raised: a ``KeyError`` inside
 ``load_weights`` means the checkpoint does not match the model code.
-A ``RuleSet`` is what one engine module contributes.
+A ``RuleSet`` is what one engine folder (or the generic set) contributes. A rule's id is
+``<rule set engine>:<name>``; it is recorded with every failure it decides, together with the
+flags the rule declares it implicates (every spelling the engine accepts for each), which the
+pruner reads before it falls back to searching the evidence text for flag names.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ class Rule:
     weight: float
     remedy: str | None = None  # may name groups of the pattern: "lower it to {est}"
     name: str = ""
+    flags: tuple[str, ...] = ()  # the flags this error blames, every spelling of each
 
     def remedy_for(self, match: re.Match[str]) -> str | None:
         if self.remedy is None:
@@ -42,6 +46,7 @@ class FrameRule:
     weight: float
     remedy: str | None = None
     name: str = ""
+    flags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -66,8 +71,9 @@ def rule(
     *,
     case: bool = False,
     name: str = "",
+    flags: tuple[str, ...] = (),
 ) -> Rule:
-    return Rule(rx(pattern, case=case), category, weight, remedy, name or pattern[:40])
+    return Rule(rx(pattern, case=case), category, weight, remedy, name or pattern[:40], flags)
 
 
 def frame_rule(
@@ -76,5 +82,9 @@ def frame_rule(
     category: Category,
     weight: float,
     remedy: str | None = None,
+    *,
+    flags: tuple[str, ...] = (),
 ) -> FrameRule:
-    return FrameRule(rx(exception, case=True), rx(where), category, weight, remedy, where[:40])
+    return FrameRule(
+        rx(exception, case=True), rx(where), category, weight, remedy, where[:40], flags
+    )

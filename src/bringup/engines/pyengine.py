@@ -16,6 +16,7 @@ import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from bringup.engines.base import EngineAdapter, EngineInfo, FlagProblem, render_flags
 from bringup.engines.fingerprint import gpu_facts, python_fingerprint
@@ -47,6 +48,7 @@ class PythonEngineAdapter(EngineAdapter):
     served_name_flag: str | None = "--served-model-name"
     parse_options: ParseOptions = ParseOptions()
     chosen_patterns: tuple[tuple[str, str], ...] = ()  # (key, regex whose group 1 is the value)
+    version_path: str | None = None  # the info endpoint whose JSON names the version
 
     # -- where the engine is ------------------------------------------------------------
     def locate(self, spec: Spec) -> list[str]:
@@ -218,6 +220,11 @@ class PythonEngineAdapter(EngineAdapter):
 
     def served_model(self, spec: Spec) -> str | None:
         return spec.model.name or spec.model.path
+
+    def version_from_info(self, path: str, payload: Any) -> str | None:
+        if path == self.version_path and isinstance(payload, dict) and payload.get("version"):
+            return str(payload["version"])
+        return None
 
     def chosen(self, log_text: str) -> dict[str, str]:
         found: dict[str, str] = {}

@@ -4,7 +4,9 @@
 with their run's fingerprint joined, as ``Store.iter_all_trials`` gives them) and says, for
 each flag value on each hardware and engine version: ``works`` (some passed trial used
 it), the failure category seen most often with it (when no trial with it passed), or
-``not tried``. Rows still running, skipped or interrupted say nothing and are left out.
+``not tried``. With ``rules=True`` a failed cell also names the diagnosis rule that decided
+that category most often. Rows still running, skipped or interrupted say nothing and are
+left out.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ _DECIDED = (Status.PASSED, Status.FAILED)
 class Cell:
     passed: int = 0
     failed: Counter[str] = field(default_factory=Counter)
+    rules: dict[str, Counter[str]] = field(default_factory=dict)  # category -> deciding rules
 
     @property
     def text(self) -> str:
@@ -36,6 +39,17 @@ class Cell:
             return self.failed.most_common(1)[0][0]
         return NOT_TRIED
 
+    @property
+    def rule(self) -> str | None:
+        """The rule that most often decided the cell's category (None: works or unknown)."""
+        if self.passed or not self.failed:
+            return None
+        seen = self.rules.get(self.text)
+        return seen.most_common(1)[0][0] if seen else None
+
+    def describe(self, rules: bool = False) -> str:
+        return f"{self.text} ({self.rule})" if rules and self.rule else self.text
+
 
 @dataclass
 class Matrix:
@@ -43,15 +57,15 @@ class Matrix:
     rows: list[tuple[str, str]]  # (flag, value)
     cells: dict[tuple[str, str], dict[str, Cell]]
 
-    def cell(self, flag: str, value: str, column: str) -> str:
+    def cell(self, flag: str, value: str, column: str, rules: bool = False) -> str:
         found = self.cells.get((flag, value), {}).get(column)
-        return found.text if found else NOT_TRIED
+        return found.describe(rules) if found else NOT_TRIED
 
-    def table(self) -> list[list[str]]:
+    def table(self, rules: bool = False) -> list[list[str]]:
         """Header row then one row per flag value: ``flag``, ``value``, one cell per column."""
         out = [["flag", "value", *self.columns]]
         for flag, value in self.rows:
-            out.append([flag, value, *(self.cell(flag, value, c) for c in self.columns)])
+            out.append([flag, value, *(self.cell(flag, value, c, rules) for c in self.columns)])
         return out
 
 
@@ -93,6 +107,9 @@ def compatibility_matrix(rows: Iterable[TrialRow]) -> Matrix:
             if row.status is Status.PASSED:
                 cell.passed += 1
             else:
-                cell.failed[row.category.value if row.category else "failed"] += 1
+                category = row.category.value if row.category else "failed"
+                cell.failed[category] += 1
+                if row.rule:
+                    cell.rules.setdefault(category, Counter())[row.rule] += 1
     keys.sort(key=lambda k: (k[0], k[1]))
     return Matrix(columns=columns, rows=keys, cells=cells)

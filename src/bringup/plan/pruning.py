@@ -1,8 +1,10 @@
 """Pruning rules learned from verdicts.
 
 A failed trial becomes at most one :class:`PruneRule`; a rule says which other
-configurations cannot do better and why. The culprit of a failure is read from its
-evidence: every flag and every (distinctive) value of the configuration it names,
+configurations cannot do better and why. The flags a failure names are, first, those its
+deciding diagnosis rule implicates (``Failure.flags``, every spelling the rule declares)
+that the configuration sets; only when it implicates none of them, those found in the
+evidence text: every flag and every (distinctive) value of the configuration it names,
 departures from the reference or not (case-insensitive, whole words). Two or more named:
 the culprit is that combination ("backend FLASH_ATTN ... kv_cache_dtype not supported" is
 the pair, not the KV dtype alone); when none of them departs from the reference, the
@@ -109,6 +111,12 @@ def named_values(evidence: str, config: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def implicated_flags(implicated: list[str], config: Mapping[str, Any]) -> list[str]:
+    """Flags of the configuration the deciding rule implicates (any of its spellings)."""
+    declared = set(implicated)
+    return [f for f in config if f in declared or f.split("=", 1)[0] in declared]
+
+
 def _culprits(named: list[str], dep: list[str]) -> list[str]:
     """The flags a failure is blamed on, from those its evidence names (see the docstring)."""
     if not named:
@@ -131,7 +139,9 @@ def rule_from(
         return None
     evidence = "\n".join([*failure.evidence, failure.detail or ""])
     dep = space.departures(config)
-    named = list(dict.fromkeys(named_values(evidence, config) + named_flags(evidence, config)))
+    named = implicated_flags(failure.flags, config) or list(
+        dict.fromkeys(named_values(evidence, config) + named_flags(evidence, config))
+    )
     culprits = _culprits(named, list(dep))
     short = failure.headline()[:160]
 

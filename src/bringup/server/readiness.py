@@ -13,14 +13,14 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from bringup.diagnose import classify, diagnose_hang
 from bringup.engines.base import EngineAdapter, HealthState
 from bringup.http import OpenAIClient
 from bringup.server.process import EngineProcess, describe_exit
-from bringup.verdict import Category, Stage
+from bringup.verdict import Category, Failure, Stage
 
 TICK_S = 0.05
 FATAL_SETTLE_S = 0.5  # after a fatal line, let the rest of a traceback reach the log
@@ -28,13 +28,24 @@ FATAL_SETTLE_S = 0.5  # after a fatal line, let the rest of a traceback reach th
 
 @dataclass
 class ReadyOutcome:
+    """Ready, or the failure record (the classifier's, rule and flags kept) of why not."""
+
     ready: bool
     elapsed_s: float
-    category: Category | None = None
-    evidence: list[str] = field(default_factory=list)
-    remedy: str | None = None
-    detail: str | None = None
+    failure: Failure | None = None
     last_health: str | None = None
+
+    @property
+    def category(self) -> Category | None:
+        return self.failure.category if self.failure else None
+
+    @property
+    def evidence(self) -> list[str]:
+        return self.failure.evidence if self.failure else []
+
+    @property
+    def detail(self) -> str | None:
+        return self.failure.detail if self.failure else None
 
 
 class LogTail:
@@ -92,16 +103,11 @@ async def wait_ready(
     def failed(category: Category | None = None, detail: str | None = None) -> ReadyOutcome:
         text = tail.text()
         diag = classify(text, engine=adapter.name, exit_code=proc.returncode, stage=Stage.READY)
-        evidence = diag.evidence or last_lines(text)
-        return ReadyOutcome(
-            False,
-            time.monotonic() - start,
-            category or diag.category,
-            evidence,
-            diag.remedy,
-            detail,
-            last_health,
-        )
+        failure = diag.to_failure(Stage.READY, detail)
+        failure.evidence = failure.evidence or last_lines(text)
+        if category is not None:
+            failure.category = category
+        return ReadyOutcome(False, time.monotonic() - start, failure, last_health)
 
     health = OpenAIClient(base_url, timeout_s=adapter.health_timeout_s, connect_timeout_s=1.0)
     async with health:
@@ -138,15 +144,9 @@ def _hang(
     tail: LogTail, adapter: EngineAdapter, start: float, last_health: str | None, detail: str
 ) -> ReadyOutcome:
     diag = diagnose_hang(tail.text(), engine=adapter.name)
-    return ReadyOutcome(
-        False,
-        time.monotonic() - start,
-        Category.STARTUP_TIMEOUT_OR_HANG,
-        diag.evidence,
-        diag.remedy,
-        detail,
-        last_health,
-    )
+    failure = diag.to_failure(Stage.READY, detail)
+    failure.category = Category.STARTUP_TIMEOUT_OR_HANG
+    return ReadyOutcome(False, time.monotonic() - start, failure, last_health)
 
 
 async def _poll(client: OpenAIClient, path: str, adapter: EngineAdapter) -> tuple[HealthState, str]:

@@ -219,6 +219,16 @@ class Store:
                 int(bool(f and f.transient)),
             ),
         )
+        # how the failure was decided (migration m006)
+        self.db.execute(
+            "UPDATE trials SET rule=?, confidence=?, implicated_json=? WHERE id=?",
+            (
+                f.rule if f else None,
+                f.confidence if f else None,
+                json.dumps(f.flags if f else []),
+                result.trial_id,
+            ),
+        )
 
     def decided(self, cfg_key: str, fingerprint_key: str) -> TrialResult | None:
         """The latest passed/failed verdict for this configuration on this fingerprint.

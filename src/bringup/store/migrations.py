@@ -127,12 +127,21 @@ def m005_failure_transient(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE trials ADD COLUMN transient INTEGER NOT NULL DEFAULT 0")
 
 
+def m006_failure_rule(db: sqlite3.Connection) -> None:
+    """How a failure was decided: the deciding rule's id, the classifier's confidence and the
+    flags the rule implicates (read by the pruner and ``bringup matrix --rules``)."""
+    db.execute("ALTER TABLE trials ADD COLUMN rule TEXT")
+    db.execute("ALTER TABLE trials ADD COLUMN confidence REAL")
+    db.execute("ALTER TABLE trials ADD COLUMN implicated_json TEXT NOT NULL DEFAULT '[]'")
+
+
 MIGRATIONS: list[Migration] = [
     m001_initial,
     m002_launch_address,
     m003_launched,
     m004_trial_contention,
     m005_failure_transient,
+    m006_failure_rule,
 ]
 KNOWN = {m.__name__ for m in MIGRATIONS}
 

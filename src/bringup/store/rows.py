@@ -26,6 +26,7 @@ _JSON_DEFAULTS: dict[str, Any] = {
     "checks": {},
     "chosen": {},
     "command": [],
+    "implicated": [],
 }
 
 
@@ -50,6 +51,9 @@ class TrialRow:
     evidence: list[str] = field(default_factory=list)
     remedy: str | None = None
     detail: str | None = None
+    rule: str | None = None  # the diagnosis rule that decided the failure
+    confidence: float | None = None
+    implicated: list[str] = field(default_factory=list)  # the flags that rule implicates
     timings: dict[str, float] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
     checks: dict[str, Any] = field(default_factory=dict)
@@ -96,6 +100,9 @@ class TrialRow:
                 remedy=self.remedy,
                 detail=self.detail,
                 transient=self.transient,
+                rule=self.rule,
+                confidence=self.confidence,
+                flags=self.implicated,
             )
         return TrialResult(
             trial_id=self.id,

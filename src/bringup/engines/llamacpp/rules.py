@@ -10,6 +10,10 @@ from bringup.diagnose.rule import RuleSet, rule
 from bringup.verdict import Category as C
 
 _UPDATE = "the model needs a newer llama.cpp build (or a GGUF converted for this build)"
+# every spelling llama-server accepts for the flags the rules below implicate
+_FA = ("--flash-attn", "-fa")
+_CTK = ("--cache-type-k", "-ctk")
+_CTV = ("--cache-type-v", "-ctv")
 
 RULES = RuleSet(
     engine="llama.cpp",
@@ -22,18 +26,24 @@ RULES = RuleSet(
             C.INVALID_CONFIG,
             6,
             "quantized V cache needs --flash-attn on (or an f16 V cache)",
+            name="quantized-v-cache-needs-flash-attn",
+            flags=_FA + _CTV,
         ),
         rule(
             r"SPLIT_MODE_TENSOR requires flash_attn",
             C.INVALID_CONFIG,
             6,
             "-sm tensor needs --flash-attn on",
+            name="split-mode-tensor-needs-flash-attn",
+            flags=("--split-mode", "-sm", *_FA),
         ),
         rule(
             r"does not support different K \(\w+\) and V \(\w+\) cache types",
             C.INVALID_CONFIG,
             6,
             "use the same -ctk and -ctv type for this model",
+            name="different-k-and-v-cache-types",
+            flags=_CTK + _CTV,
         ),
         rule(
             r"(?:K|V) cache type \w+ with block size \d+ does not divide n_embd_head",

@@ -46,6 +46,7 @@ class SGLangAdapter(PythonEngineAdapter):
     ready_pattern = logs.READY
     health_timeout_s = 25.0  # /health waits up to 20 s for the scheduler before a 503
     info_paths = ("/server_info", "/model_info")
+    version_path = "/server_info"
     rules = (rules.RULES,)
     fatal_patterns = logs.FATAL
     chosen_patterns = logs.CHOSEN_PATTERNS
@@ -76,11 +77,6 @@ class SGLangAdapter(PythonEngineAdapter):
                 if key in states[0]:
                     found[key] = str(states[0][key])
         return found
-
-    def version_from_info(self, path: str, payload: Any) -> str | None:
-        if path == "/server_info" and isinstance(payload, dict) and payload.get("version"):
-            return str(payload["version"])
-        return None
 
     def read_chosen(self, lines: list[str], found: dict[str, str]) -> None:
         logs.read_chosen(lines, found)

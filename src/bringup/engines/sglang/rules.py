@@ -23,6 +23,8 @@ RULES = RuleSet(
             "weights leave no room for the KV cache: raise --mem-fraction-static if the GPU "
             "has headroom, otherwise more GPUs (--tp-size), a smaller quantization or "
             "--kv-cache-dtype fp8_e4m3",
+            name="not-enough-memory-for-kv-cache",
+            flags=("--mem-fraction-static",),
         ),
         rule(
             r"is larger than the profiled value -\d+|max_total_num_tokens.*(?:<=? ?0|-\d+)|"

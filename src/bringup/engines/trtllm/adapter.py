@@ -83,6 +83,7 @@ class TRTLLMAdapter(PythonEngineAdapter):
     install_hint = INSTALL_HINT
     ready_pattern = logs.READY
     info_paths = ("/version",)
+    version_path = "/version"
     rules = (rules.RULES,)
     fatal_patterns = logs.FATAL
     captured_help = flags.CAPTURED
@@ -144,11 +145,6 @@ class TRTLLMAdapter(PythonEngineAdapter):
         pp = int_flag(config, "--pipeline_parallel_size")
         cp = int_flag(config, "--context_parallel_size")
         return tp * pp * cp
-
-    def version_from_info(self, path: str, payload: Any) -> str | None:
-        if path == "/version" and isinstance(payload, dict) and payload.get("version"):
-            return str(payload["version"])
-        return None
 
     def read_chosen(self, lines: list[str], found: dict[str, str]) -> None:
         logs.read_chosen(lines, found)

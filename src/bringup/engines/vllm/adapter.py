@@ -20,7 +20,6 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from bringup.engines.base import EngineImage, HealthState
 from bringup.engines.helptext import ParseOptions
@@ -78,6 +77,7 @@ class VLLMAdapter(PythonEngineAdapter):
     health_path = "/health"
     ready_pattern = logs.READY
     info_paths = ("/version",)
+    version_path = "/version"
     rules = (rules.RULES,)
     fatal_patterns = logs.FATAL
     captured_help = flags.CAPTURED
@@ -113,11 +113,6 @@ class VLLMAdapter(PythonEngineAdapter):
 
     def chosen(self, log_text: str) -> dict[str, str]:
         return non_default_args(log_text) | super().chosen(log_text)
-
-    def version_from_info(self, path: str, payload: Any) -> str | None:
-        if path == "/version" and isinstance(payload, dict) and payload.get("version"):
-            return str(payload["version"])
-        return None
 
     def read_chosen(self, lines: list[str], found: dict[str, str]) -> None:
         logs.read_chosen(lines, found)
