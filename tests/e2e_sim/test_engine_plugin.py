@@ -1,7 +1,8 @@
 """An outside engine plugin can supply everything a built-in has.
 
-A throw-away package ``toyengine`` (written to a temporary folder, imported and registered
-through pluggy exactly as the ``bringup.engines`` entry point would) brings its adapter,
+A throw-away package ``toyengine`` (written to a temporary folder with a ``bringup.engines``
+entry point, registered in this process through pluggy; the simulated engine's own process
+finds it through the entry point, as an installed plugin would be found) brings its adapter,
 its diagnosis rules, its fatal and ready lines, what-it-chose reader, captured help with a
 renamed flag, a deployment image and a simulated-engine profile. A whole sweep then runs
 against the simulated engine imitating it, and ``bringup diagnose --engine toy`` reads its
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -143,9 +145,14 @@ def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     (package / "help").mkdir(parents=True)
     (package / "__init__.py").write_text(textwrap.dedent(PLUGIN), encoding="utf-8")
     (package / "help" / "toy-1.0-help.txt").write_text(HELP, encoding="utf-8")
+    dist = tmp_path / "plugins" / "toyengine-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toyengine\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[bringup.engines]\ntoy = toyengine\n")
+    pm = plugin_manager()  # built-ins and installed entry points, before the toy is findable
     monkeypatch.syspath_prepend(str(tmp_path / "plugins"))
     module = importlib.import_module("toyengine")
-    plugin_manager().register(module, name="toyengine")
+    pm.register(module, name="toyengine")
     try:
         yield tmp_path
     finally:
@@ -189,6 +196,9 @@ def test_a_sweep_runs_against_the_plugin(toy: Path) -> None:
     spec = world.to_spec()
     spec.engine.binary = " ".join(SIM)
     spec.engine.env.update(BRINGUP_SIM_WORLD=str(world_file), BRINGUP_SIM_SPEED="100")
+    # the simulated engine's process loads the plugin through its entry point
+    path = os.pathsep.join(p for p in (str(toy / "plugins"), os.environ.get("PYTHONPATH")) if p)
+    spec.engine.env["PYTHONPATH"] = path
     shrink(spec)
     store = Store(toy / "bringup.db")
     loop = asyncio.new_event_loop()

@@ -212,8 +212,9 @@ class PythonEngineAdapter(EngineAdapter):
         except EngineNotInstalledError:
             return EngineInfo(name=self.name, details=gpu_facts(spec.engine.gpus))
         facts = python_fingerprint(argv, self.dists)
-        version = facts.get(self.dists[0], "unknown") if self.dists else "unknown"
-        details = {k: v for k, v in facts.items() if k != self.dists[0]}
+        own = self.dists[0] if self.dists else None  # the engine's own distribution
+        version = facts.get(own, "unknown") if own else "unknown"
+        details = {k: v for k, v in facts.items() if k != own}
         details |= gpu_facts(spec.engine.gpus)
         details["command"] = " ".join(argv)
         return EngineInfo(name=self.name, version=version, details=details)
