@@ -186,3 +186,15 @@ def test_server_info_and_health() -> None:
     assert adapter.health_state(503, b"") is HealthState.LOADING
     assert adapter.health_state(200, b"") is HealthState.READY
     assert adapter.health_timeout_s > 20
+
+
+def test_profiling_endpoints(tmp_path: Path) -> None:
+    prof = SGLangAdapter().profiling(str(tmp_path))
+    assert prof is not None and prof.start_path == "/start_profile"
+    call = prof.start_request(num_steps=5)
+    assert call.json_body == {
+        "output_dir": str(tmp_path),
+        "activities": ["CPU", "GPU"],
+        "num_steps": 5,
+    }
+    assert prof.launch_env == {"SGLANG_TORCH_PROFILER_DIR": str(tmp_path)}

@@ -73,3 +73,4 @@ def test_checks_beyond_the_help() -> None:
 def test_served_model_is_the_model_argument() -> None:
     adapter = TRTLLMAdapter()
     assert adapter.served_model(_spec()) == "meta-llama/Llama-3.1-8B"
+    assert adapter.profiling("/tmp") is None

@@ -1,4 +1,4 @@
-"""vLLM adapter: positional model, -O shorthand, health semantics, log reading."""
+"""vLLM adapter: positional model, -O shorthand, health semantics, log reading, profiling."""
 
 from __future__ import annotations
 
@@ -100,3 +100,10 @@ def test_chosen_from_log_and_ready_line() -> None:
     assert adapter.ready_pattern and re.search(adapter.ready_pattern, VLLM_LOG)
     assert adapter.is_fatal("RuntimeError: Engine core initialization failed. See root cause")
     assert adapter.version_from_info("/version", {"version": "0.33.0"}) == "0.33.0"
+
+
+def test_profiling_needs_a_launch_flag(tmp_path: Path) -> None:
+    prof = VLLMAdapter().profiling(str(tmp_path))
+    assert prof is not None and prof.methods == ("POST",)
+    assert str(tmp_path) in str(prof.launch_flags["--profiler-config"])
+    assert prof.start_request(num_steps=3).json_body == {"max_iterations": 3}

@@ -23,6 +23,7 @@ from bringup.spec import FlagValue, Spec
 if TYPE_CHECKING:
     from bringup.diagnose.rule import RuleSet
     from bringup.engines.flagcheck import CapturedHelp, KnownChange
+    from bringup.engines.profiling import ProfilingEndpoints
     from bringup.testing.simengine.profile import SimProfile
 
 
@@ -162,6 +163,10 @@ class EngineAdapter:
 
     def version_from_info(self, path: str, payload: Any) -> str | None:
         """The engine version reported by one of ``info_paths``, when it says."""
+        return None
+
+    def profiling(self, output_dir: str) -> ProfilingEndpoints | None:
+        """How to profile a running server of this engine (None: it has no endpoints)."""
         return None
 
     def is_fatal(self, line: str) -> bool:

@@ -19,8 +19,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from bringup.engines.base import EngineImage
+from bringup.engines.profiling import ProfilingEndpoints
 from bringup.engines.pyengine import PythonEngineAdapter, int_flag
-from bringup.engines.sglang import flags, logs, rules, sim
+from bringup.engines.sglang import flags, logs, profiling, rules, sim
 from bringup.engines.sglang.logs import keep, server_args_from_log
 from bringup.spec import FlagValue
 
@@ -80,3 +81,6 @@ class SGLangAdapter(PythonEngineAdapter):
 
     def read_chosen(self, lines: list[str], found: dict[str, str]) -> None:
         logs.read_chosen(lines, found)
+
+    def profiling(self, output_dir: str) -> ProfilingEndpoints | None:
+        return profiling.endpoints(output_dir)

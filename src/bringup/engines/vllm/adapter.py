@@ -23,8 +23,9 @@ from collections.abc import Mapping
 
 from bringup.engines.base import EngineImage, HealthState
 from bringup.engines.helptext import ParseOptions
+from bringup.engines.profiling import ProfilingEndpoints
 from bringup.engines.pyengine import PythonEngineAdapter, int_flag
-from bringup.engines.vllm import flags, logs, rules, sim
+from bringup.engines.vllm import flags, logs, profiling, rules, sim
 from bringup.spec import Config, FlagValue
 
 INSTALL_HINT = (
@@ -116,3 +117,6 @@ class VLLMAdapter(PythonEngineAdapter):
 
     def read_chosen(self, lines: list[str], found: dict[str, str]) -> None:
         logs.read_chosen(lines, found)
+
+    def profiling(self, output_dir: str) -> ProfilingEndpoints | None:
+        return profiling.endpoints(output_dir)
