@@ -50,7 +50,6 @@ def log_lines(text: str) -> list[str]:
     ]
 
 
-
 @lru_cache(maxsize=8192)  # the rules, the traceback reader and the answer reader ask alike
 def content(line: str) -> str:
     """The message part of one log line, without colour codes and logger prefixes."""
