@@ -18,7 +18,7 @@ from typing import Any
 
 import aiohttp
 
-from bringup.engines.registry import get_engine
+from bringup.engines.registry import adapters, get_engine
 from bringup.errors import BringupError, SpecError
 from bringup.http import open_session
 from bringup.spec import Config, Spec
@@ -71,9 +71,10 @@ async def capture(
     adapter = get_engine(spec.engine.name)
     endpoints = adapter.profiling(str(out_dir.resolve()))
     if endpoints is None:
+        able = ", ".join(a.label for a in adapters() if a.profiling(str(out_dir)) is not None)
         raise SpecError(
             f"{spec.engine.name} has no profiling endpoints; `bringup profile` takes traces "
-            "of vLLM and SGLang (for llama.cpp it compares with llama-bench: --llama-bench)."
+            f"of the engines that have them: {able}."
         )
     out_dir.mkdir(parents=True, exist_ok=True)
     spec = spec.model_copy(deep=True)
