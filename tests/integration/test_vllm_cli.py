@@ -75,11 +75,15 @@ def test_real_help_parses(real_table: FlagTable) -> None:
 
 
 def test_real_help_matches_captured(real_table: FlagTable, installed_version: str) -> None:
-    if installed_version != "0.33.0":
-        pytest.skip(f"installed vLLM is {installed_version}; the capture is of 0.33.0")
-    captured = captured_table("vllm", VLLMAdapter.parse_options)
+    if installed_version not in ("0.26.0", "0.33.0"):
+        pytest.skip(f"installed vLLM is {installed_version}; the captures are of 0.26.0, 0.33.0")
+    captured = captured_table("vllm", VLLMAdapter.parse_options, installed_version)
+    assert captured.version == installed_version
     assert set(real_table.names()) == set(captured.names())
-    for name in ("--kv-cache-dtype", "--moe-backend", "--performance-mode", "--dtype"):
+    names = ("--kv-cache-dtype", "--dtype", "--attention-backend")
+    if installed_version == "0.33.0":
+        names += ("--moe-backend", "--performance-mode")
+    for name in names:
         real, cap = real_table.lookup(name).spec, captured.lookup(name).spec
         assert real is not None and cap is not None
         assert real.choices == cap.choices, name

@@ -95,8 +95,20 @@ _PHASES: list[tuple[str, re.Pattern[str], str]] = [
 _TAIL = 6
 
 
-def stage_reached(lines: list[str]) -> tuple[str | None, str | None]:
-    """(phase, remedy) of the last line that names a start-up phase; (None, None) if none."""
+def stage_reached(lines: list[str], engine: str | None = None) -> tuple[str | None, str | None]:
+    """(phase, remedy) of the last line that names a start-up phase; (None, None) if none.
+
+    An engine with its own phase table (its RuleSet's ``phases``) is read with that table
+    alone when any of its phases shows; the generic markers are the fallback."""
+    from bringup.diagnose.ruleset import _own
+
+    phases = [p for rs in (_own(engine) or ()) if engine for p in rs.phases]
+    if phases:
+        for raw in reversed(lines):
+            text = content(raw)
+            for phase, marker, remedy in phases if text else ():
+                if marker.search(text):
+                    return phase, remedy or None
     for raw in reversed(lines):
         text = content(raw)
         if not text:
@@ -112,7 +124,7 @@ def diagnose_hang(
 ) -> Diagnosis:
     """A ``startup_timeout_or_hang`` diagnosis: last lines before silence and the phase."""
     lines = nonblank(log_lines(text))
-    phase, remedy = stage_reached(lines[-200:])
+    phase, remedy = stage_reached(lines[-200:], engine)
     tail: list[str] = []
     keys: set[str] = set()
     for raw in reversed(lines[-50:]):  # the last distinct lines (ranks repeat each other)

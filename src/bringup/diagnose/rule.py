@@ -57,6 +57,9 @@ class RuleSet:
     module_marker: str | None = None  # path fragment of the engine's own Python package
     # remedy used when the winning rule has none, per category
     remedies: dict[Category, str] = field(default_factory=dict)
+    # start-up phases in the engine's own words, (phase, marker, remedy): when the engine
+    # has them, a hang names the last of these its log reached (bringup.diagnose.hang)
+    phases: tuple[tuple[str, re.Pattern[str], str], ...] = ()
 
 
 def rx(pattern: str, *, case: bool = False) -> re.Pattern[str]:

@@ -92,6 +92,7 @@ class EngineAdapter:
     rules: tuple[RuleSet, ...] = ()
     fatal_patterns: tuple[str, ...] = ()
     captured_help: CapturedHelp | None = None  # help shipped for when it is not installed
+    older_help: tuple[CapturedHelp, ...] = ()  # captures of older versions, picked by version
     known_changes: tuple[KnownChange, ...] = ()  # flags (or values) it renamed or removed
     image: EngineImage | None = None  # for `bringup deploy`
     sim_profile: SimProfile | None = None  # how the simulated engine imitates it

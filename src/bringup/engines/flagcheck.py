@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -79,16 +80,36 @@ def captured_help(engine: str) -> str:
     return captured.text()
 
 
-def captured_table(engine: str, options: ParseOptions = DEFAULT_OPTIONS) -> FlagTable:
-    """The flag table from help text captured earlier and shipped with bringup."""
-    key = ("captured", engine, repr(options))
+def _version_key(version: str) -> tuple[int, ...] | None:
+    m = re.match(r"v?(\d+(?:\.\d+)*)", version.strip())
+    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+
+
+def captured_entry(engine: str, version: str | None = None) -> CapturedHelp:
+    """The capture for ``version``: the newest one not newer than it (the oldest when all
+    are newer); the adapter's ``captured_help`` when the version is unknown."""
+    adapter = _adapter(engine)
+    assert adapter.captured_help is not None
+    entries = [adapter.captured_help, *adapter.older_help]
+    want = _version_key(version) if version else None
+    if want is None or len(entries) == 1:
+        return entries[0]
+    keyed = sorted((k, i, e) for i, e in enumerate(entries) if (k := _version_key(e.version)))
+    older = [e for k, _, e in keyed if k <= want]
+    return older[-1] if older else keyed[0][2]
+
+
+def captured_table(
+    engine: str, options: ParseOptions = DEFAULT_OPTIONS, version: str | None = None
+) -> FlagTable:
+    """The flag table from help text captured earlier and shipped with bringup (the capture
+    of ``version`` when it is known, see :func:`captured_entry`)."""
+    captured = captured_entry(engine, version)
+    key = ("captured", engine, captured.filename, repr(options))
     if key not in _cache:
-        adapter = _adapter(engine)
-        captured = adapter.captured_help
-        assert captured is not None
         _cache[key] = parse_help(
             captured.text(),
-            engine=adapter.label,
+            engine=_adapter(engine).label,
             version=captured.version,
             source=f"help text {captured.filename} shipped with bringup",
             style=captured.style,
@@ -127,7 +148,7 @@ def engine_table(
     (``why`` when there was nothing to run).
     """
     if help_argv is None:
-        base = captured_table(engine, options)
+        base = captured_table(engine, options, version)
         return _with_reason(base, why) if why else base
     key = (engine, *help_argv, repr(options))
     if key in _cache:
@@ -157,7 +178,7 @@ def engine_table(
         reason = f"`{shown}` listed no {missing[0]} (exit {proc.returncode})"
     except (OSError, subprocess.TimeoutExpired) as exc:
         reason = f"`{shown}` failed: {exc}"
-    table = _with_reason(captured_table(engine, options), reason)
+    table = _with_reason(captured_table(engine, options, version), reason)
     _cache[key] = table
     return table
 

@@ -13,6 +13,10 @@ chose comes from the log (``Using X attention backend``, the engine config line,
 ``non-default args``); ``/server_info`` exists only with ``VLLM_SERVER_DEV_MODE=1``.
 Flags: argparse, ``--help=all`` lists them; ``--max_num_seqs`` means ``--max-num-seqs``,
 ``-O3`` means ``--optimization-level 3`` and ``-cc.mode 3`` sets one JSON key.
+Offline, the captured help of the installed version is used (0.26.0, run for real on an
+H200, or 0.33.0; :func:`bringup.engines.flagcheck.captured_entry`); 0.26's ``--no-enable-X``
+switches are 0.33's ``--disable-X`` (known changes in ``flags.py``). ``rules.PHASES`` names
+vLLM's start-up phases from its real log, so a hang says which one it reached.
 """
 
 from __future__ import annotations
@@ -82,11 +86,13 @@ class VLLMAdapter(PythonEngineAdapter):
     rules = (rules.RULES,)
     fatal_patterns = logs.FATAL
     captured_help = flags.CAPTURED
+    older_help = flags.OLDER_CAPTURES
     known_changes = flags.KNOWN_CHANGES
     image = EngineImage("vllm/vllm-openai:latest", "vllm/vllm-openai:latest")
     sim_profile = sim.PROFILE
     chosen_patterns = (
         ("version", r"vLLM API server version (\S+)"),
+        ("version", r"Initializing a V1 LLM engine \(v([\w.+-]+)\)"),  # 0.26 logs no banner line
         ("gpu_kv_cache_tokens", r"GPU KV cache size: ([\d,]+) tokens"),
         *((key, rf"with config: .*?\b{key}=([^,\s]+)") for key in _CONFIG_KEYS),
     )

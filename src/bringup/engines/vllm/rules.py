@@ -5,7 +5,7 @@ attention backends' validate_configuration (vllm/v1/attention).
 
 from __future__ import annotations
 
-from bringup.diagnose.rule import RuleSet, frame_rule, rule
+from bringup.diagnose.rule import RuleSet, frame_rule, rule, rx
 from bringup.verdict import Category as C
 
 _SELECTED = (
@@ -13,8 +13,76 @@ _SELECTED = (
     r"is not valid for this configuration"
 )
 
+# vLLM's start-up, as vLLM 0.26.0 logged it on an H200 (tests/unit/fixtures/vllm026_*):
+# API server args -> engine core config -> distributed init -> weights -> memory profile and
+# KV cache -> (torch.compile, CUDA graph capture, unless --enforce-eager) -> "init engine ...
+# took" -> API server routes -> "Application startup complete". Checked most advanced first,
+# so a line naming several (the engine config names cudagraph settings) reads as its own
+# phase; generic words such as "Cudagraph is disabled" are no phase.
+PHASES = (
+    ("ready (application startup complete)", rx(r"Application startup complete"), ""),
+    (
+        "starting the API server",
+        rx(r"Starting vLLM (?:API )?server on|Supported tasks:|Available routes are", case=True),
+        "the engine is built but the HTTP server did not answer: check the port and /health",
+    ),
+    (
+        "engine built (memory profile, KV cache and warm-up done)",
+        rx(r"init engine \(profile, create kv cache, warmup model\) took"),
+        "the API server stalled after the engine was built: look at the tokenizer and chat "
+        "template loading",
+    ),
+    (
+        "starting the engine core",
+        rx(r"Initializing a V1 LLM engine|EngineCore.*(?:started|waiting for init)"),
+        "the engine core process did not get further: look at its own lines (EngineCore pid)",
+    ),
+    (
+        "capturing CUDA graphs",
+        rx(r"Capturing CUDA graphs|Graph capturing finished|CUDA graph capture"),
+        "capture stalled: --enforce-eager, or fewer sizes (--max-cudagraph-capture-size)",
+    ),
+    (
+        "compiling (torch.compile)",
+        rx(
+            r"torch\.compile takes|Dynamo bytecode transform|Compiling a graph|Compil\w+ .*range|"
+            r"Cache the graph|inductor",
+            case=True,
+        ),
+        "first compilation can take minutes: raise the start timeout, keep the compile cache "
+        "(~/.cache/vllm), or --enforce-eager",
+    ),
+    (
+        "profiling memory and allocating the KV cache",
+        rx(
+            r"Available KV cache memory|GPU KV cache size|Maximum concurrency for|"
+            r"Memory profiling takes"
+        ),
+        "raise the start timeout, or lower --gpu-memory-utilization / --max-model-len",
+    ),
+    (
+        "loading weights",
+        rx(
+            r"Loading model from scratch|Loading weights took|Model loading took|"
+            r"checkpoint shards|Starting to load model"
+        ),
+        "weights load slowly from this storage: raise the start timeout or copy them to local disk",
+    ),
+    (
+        "connecting to peers (distributed init)",
+        rx(r"world_size=\d+ rank=\d+|distributed_init_method|NCCL (?:INFO|version)"),
+        "ranks are waiting for each other: NCCL_DEBUG=INFO, and check that all ranks started",
+    ),
+    (
+        "resolving the model config",
+        rx(r"non-default args:|Resolved architecture|Using max model len"),
+        "reading the model config stalled: check the model path and, offline, HF_HUB_OFFLINE=1",
+    ),
+)
+
 RULES = RuleSet(
     engine="vllm",
+    phases=PHASES,
     module_marker="/vllm/",
     rules=(
         rule(
@@ -45,6 +113,18 @@ RULES = RuleSet(
             6,
             "lower --max-model-len to the model's context length (or set "
             "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 knowingly)",
+        ),
+        # config/parallel.py: more ranks than this node's visible GPUs (seen on one H200
+        # with --tensor-parallel-size 2); raised inside a pydantic ValidationError, so it
+        # must outweigh the generic "validation error" reading as invalid_config
+        rule(
+            r"World size \((?P<ws>\d+)\) is larger than the number of available GPUs "
+            r"\((?P<gpus>\d+)\)",
+            C.DISTRIBUTED_FAILURE,
+            7,
+            "the parallelism flags need {ws} GPUs but {gpus} are visible: lower "
+            "--tensor-parallel-size / --pipeline-parallel-size, make more GPUs visible "
+            "(CUDA_VISIBLE_DEVICES, engine.gpus), or span nodes (--nnodes, Ray)",
         ),
         rule(
             r"Model architectures? \[.*\] (?:are|is) not supported|"
