@@ -6,7 +6,7 @@ from typing import Any
 
 from bringup.contention import Contention
 from bringup.plan import choose_winner
-from bringup.plan.winner import requirement_failures
+from bringup.plan.winner import requirement_failures, t95
 from bringup.spec import Spec, parse_spec
 from bringup.verdict import Category, Stage, Status, TrialResult
 
@@ -138,3 +138,46 @@ def test_contention_widens_latency_towards_lower() -> None:
     b.contention = {"benchmark": _taken(0.5)}  # quiet, b could be as low as 75 ms
     w = choose_winner([a, b], lat)
     assert w is not None and w.trial_id == "b" and "contention" in w.reason
+
+
+def _three(mean: float, half95: float) -> list[float]:
+    """Three samples whose 95% t-interval is ``mean ± half95`` (sd = half * sqrt(3) / t(2))."""
+    sd = half95 * 3**0.5 / t95(2)
+    return [mean - sd, mean, mean + sd]
+
+
+def test_a_real_gap_between_overlapping_intervals_keeps_the_faster() -> None:
+    """4873 ± 336 against 4499 ± 161 from 3 samples each: the intervals overlap, but
+    Welch's t is about 4.3 on about 2.9 df (critical value about 3.3): a real gap."""
+    results = [passed(f"f{i}", FAST, v) for i, v in enumerate(_three(4873, 336))]
+    results += [passed(f"r{i}", REF, v) for i, v in enumerate(_three(4499, 161))]
+    w = choose_winner(results, spec())
+    assert w is not None and w.config == FAST and not w.contenders
+    assert w.margin is not None
+    diff, half = w.margin
+    assert abs(diff - 374) < 1e-6 and 250 < half < 374
+    assert "Welch t 4.3" in w.reason and "margin +374" in w.reason
+
+
+def test_a_real_tie_prefers_the_conservative() -> None:
+    results = [passed(f"r{i}", REF, v) for i, v in enumerate([100, 104, 96])]
+    results += [passed(f"f{i}", FAST, v) for i, v in enumerate([103, 99, 107])]
+    w = choose_winner(results, spec())
+    assert w is not None and w.config == REF and "more conservative" in w.reason
+    assert w.margin is not None and w.margin[0] == 3 and w.margin[1] > 3
+
+
+def test_single_measurements_state_the_gap_against_measured_noise() -> None:
+    third = {"--flash-attn": "on", "--parallel": 1}
+    results = [passed("a", REF, 100), passed("b", FAST, 104)]
+    results += [passed(f"c{i}", third, v) for i, v in enumerate([50, 52, 48])]
+    w = choose_winner(results, spec())
+    assert w is not None and w.trial_id == "b"
+    assert "no interval to compare" in w.reason
+    assert "gap 3.8% against run-to-run noise 4.0%" in w.reason
+
+
+def test_t95_interpolates_fractional_degrees_of_freedom() -> None:
+    assert t95(2) == 4.303 and t95(1e9) == 1.96
+    assert abs(t95(25) - 2.060) < 0.005  # tabulated Student t(0.975, 25)
+    assert t95(3) < t95(2.5) < t95(2)

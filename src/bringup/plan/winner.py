@@ -4,15 +4,22 @@ Only passed trials that meet every ``[objective].require`` constraint compete. T
 the same configuration are pooled; where a configuration has full-benchmark trials its
 short ones (``metrics["bench_scale"] < 1``) are ignored. Each configuration gets an
 interval: a t-interval over its repeats, else the trial's own ``<metric>_ci``, else the
-point. When the best configuration's interval overlaps others', the most conservative of
-them (fewest departures from the reference, most mature values) wins and the reason says so.
+point. The best configuration is compared with each other by Welch's two-sample t-test
+(a repeat's standard error from its spread, a single trial's from its own CI); only
+those whose gap to the best is within that measured noise (not significant at 95%) tie
+with it, and among a tie the most conservative (fewest departures from the reference,
+most mature values) wins. The reason states the margin over the runner-up (or over the
+chosen one) with its 95% uncertainty. Two single measurements without CIs cannot be
+compared; the reason says so and, where other configurations were repeated, how large
+the gap is against the run-to-run noise they showed.
 
 Contention: a benchmark taken while other processes took a larger share of the CPU than
 the quietest competing measurement ran slower than it would have beside it (never
 faster). Its interval is widened towards the better side by that excess ``e`` (a
 throughput up to ``value / (1 - e)``, a latency down to ``value * (1 - e)``), so two
 configurations measured under very different contention are compared with that
-uncertainty, and the reason names the contention. Measurements under the same contention
+uncertainty (in the t-test, a contended competitor counts at its widened, optimistic
+value), and the reason names the contention. Measurements under the same contention
 are compared as they are.
 """
 
@@ -21,6 +28,7 @@ from __future__ import annotations
 import math
 import operator
 import re
+import statistics
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,8 +44,14 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt,
     ">=": operator.ge,
 }
-# Two-sided 95% Student t quantiles by degrees of freedom (then the normal's 1.96).
-_T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
+# Two-sided 95% Student t quantiles by degrees of freedom, interpolated in 1/df between
+# rows (accurate to ~0.01 for Welch's fractional df). Hand-written: one table does not
+# justify a statistics dependency such as scipy.
+_T95 = {
+    1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+    9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042, 60: 2.000, 120: 1.980,
+}  # fmt: skip
+_Z95 = 1.960
 # A share taken beyond this says nothing a widened interval could still compare.
 _MAX_TAKEN = 0.9
 
@@ -50,6 +64,55 @@ class Winner:
     interval: tuple[float, float]
     reason: str
     contenders: list[str] = field(default_factory=list)  # trial ids within the noise
+    # the winner's lead over the runner-up (or the best's over the chosen one): the
+    # difference of means and its 95% half-width; None when nothing was compared
+    margin: tuple[float, float] | None = None
+
+
+def t95(df: float) -> float:
+    """The two-sided 95% Student t critical value for ``df`` (fractional) degrees of freedom."""
+    if math.isinf(df) or df > 120:
+        return _Z95
+    df = max(df, 1.0)
+    rows = sorted(_T95)
+    below = max(d for d in rows if d <= df)
+    above = min((d for d in rows if d >= df), default=below)
+    if above == below:
+        return _T95[below]
+    # linear in 1/df between the neighbouring rows
+    w = (1 / below - 1 / df) / (1 / below - 1 / above)
+    return _T95[below] + w * (_T95[above] - _T95[below])
+
+
+@dataclass(frozen=True)
+class _Estimate:
+    mean: float
+    se: float  # standard error of the mean; 0 when nothing measured the spread
+    df: float  # degrees of freedom of ``se`` (inf for a CI taken as normal)
+
+
+@dataclass(frozen=True)
+class _Gap:
+    diff: float  # best minus other, in the better direction (positive: best is better)
+    half: float  # 95% half-width of diff; 0 when neither side has a spread
+    t: float
+    df: float
+
+    @property
+    def significant(self) -> bool:
+        return self.diff > self.half
+
+
+def welch(a: _Estimate, b: _Estimate, diff: float) -> _Gap:
+    """Welch's t for a difference ``diff`` of two means with their standard errors."""
+    var = a.se**2 + b.se**2
+    if var <= 0:
+        return _Gap(diff, 0.0, math.inf if diff > 0 else 0.0, math.inf)
+    # Welch-Satterthwaite; a side with infinite df contributes no term
+    denom = sum(e.se**4 / e.df for e in (a, b) if e.se > 0 and not math.isinf(e.df))
+    df = var**2 / denom if denom > 0 else math.inf
+    se = math.sqrt(var)
+    return _Gap(diff, t95(df) * se, diff / se, df)
 
 
 def requirement_failures(metrics: Mapping[str, Any], require: Iterable[str]) -> list[str]:
@@ -100,13 +163,29 @@ class _Pool:
         n = len(self.values)
         mean = sum(self.values) / n
         if n >= 2:
-            sd = math.sqrt(sum((v - mean) ** 2 for v in self.values) / (n - 1))
-            half = _T95.get(n - 1, 1.96) * sd / math.sqrt(n)
+            half = t95(n - 1) * self.estimate(metric).se
             return mean - half, mean + half
         ci = self.trials[0].metrics.get(f"{metric}_ci")
         if isinstance(ci, list | tuple) and len(ci) == 2:
             return float(ci[0]), float(ci[1])
         return mean, mean
+
+    def estimate(self, metric: str) -> _Estimate:
+        n = len(self.values)
+        mean = self.mean
+        if n >= 2:
+            sd = statistics.stdev(self.values)
+            return _Estimate(mean, sd / math.sqrt(n), n - 1)
+        ci = self.trials[0].metrics.get(f"{metric}_ci")
+        if isinstance(ci, list | tuple) and len(ci) == 2:
+            return _Estimate(mean, abs(float(ci[1]) - float(ci[0])) / (2 * _Z95), math.inf)
+        return _Estimate(mean, 0.0, math.inf)
+
+    def optimistic(self) -> float:
+        """The mean as good as contention could have hidden (see the module docstring)."""
+        if self.excess <= 0:
+            return self.mean
+        return self.mean / (1.0 - self.excess) if self.larger else self.mean * (1.0 - self.excess)
 
     @property
     def mean(self) -> float:
@@ -146,34 +225,37 @@ def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
     sign = 1.0 if larger else -1.0
     ranked = sorted(pools.values(), key=lambda p: sign * p.mean, reverse=True)
     best = ranked[0]
-    lo, hi = best.interval(metric)
-    overlapping = [p for p in ranked[1:] if _overlap(p.interval(metric), (lo, hi))]
+    gaps = {id(p): _gap(best, p, metric, sign) for p in ranked[1:]}
+    tied = [p for p in ranked[1:] if not gaps[id(p)].significant]
     space = SearchSpace(spec)
     chosen = best
-    if overlapping:
-        group = [best, *overlapping]
+    if tied:
+        group = [best, *tied]
         chosen = min(group, key=lambda p: (*space.risk(p.trials[0].flags), -sign * p.mean))
     trial = max(chosen.trials, key=lambda t: sign * float(t.metrics[metric]))
     value = chosen.mean
     unit = f"{metric} {value:.4g}"
-    if chosen is best and not overlapping:
-        reason = f"highest {unit}" if larger else f"lowest {unit}"
-        if best._measured_interval(metric) == (best.mean, best.mean) and len(ranked) > 1:
-            reason += " (single measurement; no interval to compare)"
+    other = chosen if chosen is not best else (ranked[1] if len(ranked) > 1 else None)
+    gap = gaps[id(other)] if other is not None else None
+    lead = f" {_describe(gap, other, metric)}" if gap is not None and other else ""
+    if chosen is best and not tied:
+        reason = (f"highest {unit}" if larger else f"lowest {unit}") + lead
+        if gap is not None and gap.half == 0:
+            reason += f" (single measurement; no interval to compare{_noise_note(ranked, gap)})"
     elif chosen is best:
         reason = (
-            f"best {unit}; its interval overlaps {len(overlapping)} other(s) but it is also "
+            f"best {unit}{lead}; within measured noise of {len(tied)} other(s) but it is also "
             "the most conservative of them"
         )
     else:
         reason = (
             f"{metric} {best.mean:.4g} of {best.trials[0].trial_id} is within noise of "
-            f"{value:.4g} here (intervals overlap); chose the more conservative configuration"
+            f"{value:.4g} here{lead}; chose the more conservative configuration"
         )
-    contended = _contention_note([best, *overlapping, *ranked[1:2]])
+    contended = _contention_note([best, *tied, *ranked[1:2]])
     if contended:
         reason += f"; {contended}"
-    contenders = [p.trials[0].trial_id for p in [best, *overlapping] if p is not chosen]
+    contenders = [p.trials[0].trial_id for p in [best, *tied] if p is not chosen]
     return Winner(
         trial_id=trial.trial_id,
         config=dict(trial.flags),
@@ -181,7 +263,32 @@ def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
         interval=chosen.interval(metric),
         reason=reason,
         contenders=contenders,
+        margin=(gap.diff, gap.half) if gap is not None else None,
     )
+
+
+def _gap(best: _Pool, other: _Pool, metric: str, sign: float) -> _Gap:
+    """How much better ``best`` measured than ``other`` at its optimistic value, by Welch."""
+    diff = sign * (best.mean - other.optimistic())
+    return welch(best.estimate(metric), other.estimate(metric), diff)
+
+
+def _describe(gap: _Gap, other: _Pool, metric: str) -> str:
+    tid = other.trials[0].trial_id
+    if gap.half == 0:
+        return f"(margin {gap.diff:+.4g} over {tid})"
+    df = "inf" if math.isinf(gap.df) else f"{gap.df:.1f}"
+    return f"(margin {gap.diff:+.4g} ± {gap.half:.3g} over {tid}, Welch t {gap.t:.2f}, df {df})"
+
+
+def _noise_note(ranked: list[_Pool], gap: _Gap) -> str:
+    """The gap against the run-to-run noise (relative sd) of the repeated configurations."""
+    cvs = [statistics.stdev(p.values) / p.mean for p in ranked if len(p.values) >= 2 and p.mean]
+    if not cvs:
+        return ""
+    noise = math.sqrt(sum(c * c for c in cvs) / len(cvs))
+    rel = abs(gap.diff) / ranked[0].mean if ranked[0].mean else 0.0
+    return f"; gap {rel:.1%} against run-to-run noise {noise:.1%} (sd) measured on repeats"
 
 
 def _contention_note(pools: list[_Pool]) -> str:
@@ -195,7 +302,3 @@ def _contention_note(pools: list[_Pool]) -> str:
         f"measured under different CPU contention (share others took: {parts}); "
         "intervals widened by it, re-measure on a quieter machine to separate them"
     )
-
-
-def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
-    return a[0] <= b[1] and b[0] <= a[1]
