@@ -150,8 +150,22 @@ class ChecksSpec(_Section):
     long_context_max_tokens: int = Field(default=4096, ge=64)  # cost cap without the above
 
 
+class ResourcesSpec(_Section):
+    """What one trial needs where it runs (read by executors that place trials: ray)."""
+
+    # accelerators per trial; unset: the product of the trial's tensor/pipeline-parallel
+    # flags where it has them, else one where the cluster has the resource, else none
+    gpus: float | None = Field(default=None, ge=0)
+    resource: str = "GPU"  # Ray's GPU resource; a custom one stands in for GPUs in tests
+    gpu_type: str | None = None  # Ray accelerator_type, e.g. "H100": place only there
+    cpus: float = Field(default=1.0, gt=0)
+
+
 class PlanSpec(_Section):
     planner: str = "default"
+    executor: Literal["local", "ray"] = "local"
+    address: str | None = None  # the Ray cluster (else RAY_ADDRESS, else a local one)
+    max_in_flight: int | None = Field(default=None, ge=1)  # else what the cluster fits
     max_trials: int | None = Field(default=None, ge=1)
     max_wall_s: float | None = Field(default=None, gt=0)
     repeat_top: int = Field(default=0, ge=0)
@@ -171,6 +185,7 @@ class Spec(_Section):
     objective: ObjectiveSpec = Field(default_factory=ObjectiveSpec)
     checks: ChecksSpec = Field(default_factory=ChecksSpec)
     plan: PlanSpec = Field(default_factory=PlanSpec)
+    resources: ResourcesSpec = Field(default_factory=ResourcesSpec)
     name: str | None = None
 
     source: str | None = Field(default=None, exclude=True)

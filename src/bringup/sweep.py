@@ -59,6 +59,9 @@ class SweepOptions:
     planner: str | None = None
     max_trials: int | None = None
     api_key: str | None = None
+    executor: str | None = None  # local | ray (overrides plan.executor)
+    address: str | None = None  # the Ray cluster (overrides plan.address)
+    max_in_flight: int | None = None  # overrides plan.max_in_flight
 
 
 @dataclass
@@ -140,13 +143,18 @@ class RunRecorder:
         key: str,
         purpose: str,
         reused_from: str | None = None,
+        node: str | None = None,
+        node_fingerprint: dict[str, Any] | None = None,
+        node_fingerprint_key: str | None = None,
     ) -> None:
         self.store.save_trial(
             self.run_id,
             seq,
             result,
             cfg_key=key,
-            fingerprint_key=self.prep.fingerprint_key,
+            fingerprint_key=node_fingerprint_key or self.prep.fingerprint_key,
+            node=node,
+            node_fingerprint=node_fingerprint,
             engine=self.prep.adapter.name,
             engine_version=self.prep.engine_version,
             purpose=purpose,
@@ -185,6 +193,31 @@ def local_executor(rec: RunRecorder, options: SweepOptions) -> Executor:
     )
 
 
+def ray_executor(rec: RunRecorder, options: SweepOptions) -> Executor:
+    """Trials as Ray tasks placed where their resources are (the ``ray`` extra)."""
+    from bringup.executors.ray import RayExecutor
+
+    plan = rec.prep.spec.plan
+    return RayExecutor(
+        rec.prep.spec,
+        rec.prep.adapter,
+        rec.store,
+        rec.run_id,
+        rec.run_dir,
+        rec.prep.fingerprint_key,
+        address=options.address or plan.address,
+        adopt=options.adopt,
+        api_key=options.api_key,
+        max_in_flight=options.max_in_flight or plan.max_in_flight,
+    )
+
+
+def executor_for(spec: Spec, options: SweepOptions) -> ExecutorFactory:
+    """The executor the options or the spec's ``[plan] executor`` name."""
+    name = options.executor or spec.plan.executor
+    return ray_executor if name == "ray" else local_executor
+
+
 @dataclass
 class _RowSink:
     """One job's progress: its store row at every stage change, and the progress event."""
@@ -196,13 +229,38 @@ class _RowSink:
     total: tuple[int, bool]
     on_event: Callable[[SweepEvent], None]
 
+    node: str | None = None  # where a placing executor ran it, once it says
+    node_fingerprint: dict[str, Any] | None = None
+    node_fingerprint_key: str | None = None
+
+    def placed(self, node: str, fingerprint: dict[str, Any], fingerprint_key: str) -> None:
+        self.node, self.node_fingerprint = node, fingerprint
+        self.node_fingerprint_key = fingerprint_key
+
     def stage(self, result: TrialResult, stage: Stage, message: str) -> None:
-        self.rec.save(self.job_seq, result, self.key, self.purpose)
+        self.rec.save(
+            self.job_seq,
+            result,
+            self.key,
+            self.purpose,
+            node=self.node,
+            node_fingerprint=self.node_fingerprint,
+            node_fingerprint_key=self.node_fingerprint_key,
+        )
         total, exact = self.total
         self.on_event(self.rec.event(self.job_seq, total, result, stage, message, exact))
 
     def reused(self, result: TrialResult, prior_trial: str) -> None:
-        self.rec.save(self.job_seq, result, self.key, self.purpose, reused_from=prior_trial)
+        self.rec.save(
+            self.job_seq,
+            result,
+            self.key,
+            self.purpose,
+            reused_from=prior_trial,
+            node=self.node,
+            node_fingerprint=self.node_fingerprint,
+            node_fingerprint_key=self.node_fingerprint_key,
+        )
         total, exact = self.total
         event = self.rec.event(self.job_seq, total, result, result.stage, "reused", exact, True)
         self.on_event(event)
@@ -213,7 +271,7 @@ async def run_sweep(
     store: Store,
     options: SweepOptions,
     on_event: Callable[[SweepEvent], None] = lambda e: None,
-    executor: ExecutorFactory = local_executor,
+    executor: ExecutorFactory | None = None,
 ) -> SweepOutcome:
     """Ask the planner for as many trials as the executor runs at once, run them, tell the
     planner each result as it comes, until the planner has nothing more; pick the winner."""
@@ -233,7 +291,7 @@ async def run_sweep(
         ReferenceFirst(planner, ref_config, spec.checks.accuracy and reference is None)
     )
     ref_decode: list[float] = []  # the reference's measured decode rate: sizes request timeouts
-    runner = executor(rec, options)
+    runner = (executor or executor_for(spec, options))(rec, options)
     seq = store.next_seq(run_id)
     results: list[TrialResult] = []
     running: dict[asyncio.Task[TrialDone], TrialJob] = {}

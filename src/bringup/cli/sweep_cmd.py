@@ -39,6 +39,9 @@ def _sweep(
     planner: str | None,
     max_trials: int | None,
     api_key_env: str | None,
+    executor: str | None = None,
+    address: str | None = None,
+    max_in_flight: int | None = None,
 ) -> None:
     console = Console()
     prep = prepare(spec)
@@ -50,6 +53,9 @@ def _sweep(
         planner=planner,
         max_trials=max_trials,
         api_key=api_key_from_env(api_key_env),
+        executor=executor,
+        address=address,
+        max_in_flight=max_in_flight,
     )
     console.print(
         Text.assemble(
@@ -83,6 +89,19 @@ def _sweep(
 @click.option(
     "--max-trials", type=click.IntRange(min=1), default=None, help="Stop after this many trials."
 )
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default=None,
+    help="Where trials run: here, one at a time, or as Ray tasks (overrides plan.executor).",
+)
+@click.option("--address", default=None, help="The Ray cluster (default: RAY_ADDRESS).")
+@click.option(
+    "--max-in-flight",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Trials at once on Ray (default: as many as the cluster's resources fit).",
+)
 @api_key_env_option
 def sweep(
     spec_path: str,
@@ -92,10 +111,25 @@ def sweep(
     adopt: bool,
     planner: str | None,
     max_trials: int | None,
+    executor: str | None,
+    address: str | None,
+    max_in_flight: int | None,
     api_key_env: str | None,
 ) -> None:
     """Run every planned trial of SPEC_PATH and pick the fastest correct configuration."""
-    _sweep(load_spec(spec_path), db, runs_dir, rerun, adopt, planner, max_trials, api_key_env)
+    _sweep(
+        load_spec(spec_path),
+        db,
+        runs_dir,
+        rerun,
+        adopt,
+        planner,
+        max_trials,
+        api_key_env,
+        executor,
+        address,
+        max_in_flight,
+    )
 
 
 @click.command()

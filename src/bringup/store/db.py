@@ -12,7 +12,7 @@ import json
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,23 @@ def _loads(text: str | None, default: Any) -> Any:
     return json.loads(text) if text else default
 
 
+def _retry_locked(step: Callable[[], object], within_s: float = 30.0) -> None:
+    """Run ``step``, again while SQLite says the file is locked. A journal-mode change that
+    races another connection's first open can answer SQLITE_BUSY at once, without waiting
+    on the busy timeout; simultaneous first opens must still all succeed."""
+    deadline = time.monotonic() + within_s
+    delay = 0.01
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.25)
+
+
 class Store:
     def __init__(self, path: str | Path = "bringup.db"):
         self.path = Path(path)
@@ -61,8 +78,9 @@ class Store:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
             self.db.row_factory = sqlite3.Row
-            check_schema(self.db, str(path))  # a foreign or newer file is refused untouched
-            self.db.execute("PRAGMA journal_mode=WAL")
+            # a foreign or newer file is refused untouched
+            _retry_locked(lambda: check_schema(self.db, str(path)))
+            _retry_locked(lambda: self.db.execute("PRAGMA journal_mode=WAL"))
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             migrate(self.db, str(path))
@@ -160,8 +178,11 @@ class Store:
         purpose: str = "explore",
         reused_from: str | None = None,
         secrets: Sequence[str] = (),
+        node: str | None = None,
+        node_fingerprint: dict[str, Any] | None = None,
     ) -> None:
-        """``secrets``: clear values known elsewhere (the spec's env) to mask as well."""
+        """``secrets``: clear values known elsewhere (the spec's env) to mask as well.
+        ``node``/``node_fingerprint``: where a placing executor ran it, when not here."""
         f = result.failure
         now = time.time()
         # what the engine needs in clear never reaches the database
@@ -229,6 +250,16 @@ class Store:
                 result.trial_id,
             ),
         )
+        if node is not None:  # migration m007
+            self.db.execute(
+                "UPDATE trials SET node=?, node_fingerprint_json=?, fingerprint_key=? WHERE id=?",
+                (
+                    node,
+                    json.dumps(node_fingerprint) if node_fingerprint else None,
+                    fingerprint_key,
+                    result.trial_id,
+                ),
+            )
 
     def decided(self, cfg_key: str, fingerprint_key: str) -> TrialResult | None:
         """The latest passed/failed verdict for this configuration on this fingerprint.
@@ -241,6 +272,16 @@ class Store:
         ).fetchone()
         return TrialRow.from_row(row).to_result() if row else None
 
+    def decided_by_fingerprint(self, cfg_key: str) -> dict[str, TrialResult]:
+        """The latest decided verdict of this configuration on each fingerprint it met (an
+        executor placing trials on several kinds of node reuses only its node's)."""
+        rows = self.db.execute(
+            "SELECT * FROM trials WHERE config_key=? AND status IN (?,?)"
+            " AND reused_from IS NULL AND transient = 0 ORDER BY updated",
+            (cfg_key, *DECIDED),
+        )
+        return {r["fingerprint_key"]: TrialRow.from_row(r).to_result() for r in rows}
+
     def trials(self, run_id: str | None = None) -> list[TrialRow]:
         if run_id:
             rows = self.db.execute("SELECT * FROM trials WHERE run_id=? ORDER BY seq", (run_id,))
@@ -249,9 +290,11 @@ class Store:
         return [TrialRow.from_row(r) for r in rows]
 
     def iter_all_trials(self) -> Iterator[TrialRow]:
-        """Every trial with its run's fingerprint (for the compatibility matrix)."""
+        """Every trial with its fingerprint (for the compatibility matrix): the node's where
+        an executor placed it elsewhere, else its run's."""
         for r in self.db.execute(
-            "SELECT t.*, r.fingerprint_json FROM trials t JOIN runs r ON r.id = t.run_id"
+            "SELECT t.*, COALESCE(t.node_fingerprint_json, r.fingerprint_json) AS fingerprint_json"
+            " FROM trials t JOIN runs r ON r.id = t.run_id"
             " ORDER BY t.updated"
         ):
             yield TrialRow.from_row(r)

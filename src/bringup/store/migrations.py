@@ -135,6 +135,13 @@ def m006_failure_rule(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE trials ADD COLUMN implicated_json TEXT NOT NULL DEFAULT '[]'")
 
 
+def m007_trial_node(db: sqlite3.Connection) -> None:
+    """Where a trial ran when an executor placed it on another node: that node's name and
+    fingerprint (a sweep over H100 and H200 nodes records each trial's own hardware)."""
+    db.execute("ALTER TABLE trials ADD COLUMN node TEXT")
+    db.execute("ALTER TABLE trials ADD COLUMN node_fingerprint_json TEXT")
+
+
 MIGRATIONS: list[Migration] = [
     m001_initial,
     m002_launch_address,
@@ -142,6 +149,7 @@ MIGRATIONS: list[Migration] = [
     m004_trial_contention,
     m005_failure_transient,
     m006_failure_rule,
+    m007_trial_node,
 ]
 KNOWN = {m.__name__ for m in MIGRATIONS}
 

@@ -69,6 +69,7 @@ class TrialRow:
     started: float = 0.0
     updated: float = 0.0
     fingerprint: dict[str, Any] = field(default_factory=dict)  # the run's, where joined
+    node: str | None = None  # where a placing executor ran it (None: beside the store)
     contention: dict[str, Contention] = field(default_factory=dict)  # see bringup.contention
     transient: bool = False  # the failure was an accident of the moment
 
@@ -78,6 +79,7 @@ class TrialRow:
         for key, default in _JSON_DEFAULTS.items():
             d[key] = _loads(d.pop(f"{key}_json", None), type(default)())
         d["fingerprint"] = _loads(d.pop("fingerprint_json", None), {})
+        d.pop("node_fingerprint_json", None)  # read joined, as "fingerprint"
         d["contention"] = from_stored(_loads(d.pop("contention_json", None), {}))
         d["transient"] = bool(d.get("transient"))
         d["status"] = Status(d["status"])

@@ -1,0 +1,310 @@
+"""The Ray executor: each trial a Ray task, placed where the resources it asks for are.
+
+The driver (this process) alone holds the store and the planner. A task runs the whole
+trial on the node Ray chose, with the load client beside the engine, and returns the
+result; on the way it posts each stage change to a small actor that the driver drains into
+the store. Before launching, the task takes that node's fingerprint: a verdict decided for
+the same configuration on the same fingerprint stands (a verdict from an H100 node is never
+reused for an H200 one), and the row records the node and its fingerprint.
+
+Faults: a task whose worker or node is lost is not a verdict on its configuration; the row
+says ``interrupted`` and the trial is sent again (twice at most). Cancelling the sweep
+cancels every task: Ray interrupts it, the trial tears its engine down (SIGTERM to its
+process group, SIGKILL after the grace period), and a task still alive after that is
+force-killed, its engine then ended by its parent-death signal
+(:mod:`bringup.server.process`). Ray does the scheduling; nothing here queues or places.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bringup.checks import ReferenceAnswers
+from bringup.engines.base import EngineAdapter
+from bringup.errors import SpecError
+from bringup.executors.base import TrialDone, TrialJob, abort_if_port_busy
+from bringup.plan.base import PlannedTrial
+from bringup.spec import Config, Spec
+from bringup.store import Store
+from bringup.verdict import Stage, Status, TrialResult
+
+# tensor/pipeline-parallel flags of the engines: a trial needs their product of GPUs
+_TP_FLAGS = ("--tensor-parallel-size", "-tp", "--tp-size", "--tp", "--tensor_parallel_size")
+_PP_FLAGS = ("--pipeline-parallel-size", "-pp", "--pp-size", "--pp")
+LOST_RETRIES = 2  # a trial whose worker or node died is sent again at most this often
+POLL_S = 0.25  # how often the driver drains stage changes
+CANCEL_GRACE_S = 8.0  # a cancelled task's teardown, before it is force-killed
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise SpecError(
+            "the ray executor needs Ray: pip install 'bringup[ray]' (or pip install ray)"
+        ) from exc
+    return ray
+
+
+def _parallel(config: Config, names: tuple[str, ...]) -> int:
+    for name in names:
+        if name in config:
+            try:
+                return max(1, int(config[name]))
+            except (TypeError, ValueError):
+                return 1
+    return 1
+
+
+def gpus_for(spec: Spec, config: Config, cluster_has_resource: bool) -> float:
+    """Accelerators one trial needs: the spec's, else what its parallel flags multiply to."""
+    if spec.resources.gpus is not None:
+        return spec.resources.gpus
+    merged: Config = dict(zip(spec.launch.args[::2], spec.launch.args[1::2], strict=False))
+    merged.update(config)
+    n = _parallel(merged, _TP_FLAGS) * _parallel(merged, _PP_FLAGS)
+    if n > 1:
+        return float(n)
+    return 1.0 if cluster_has_resource else 0.0
+
+
+@dataclass
+class _Placed:
+    """What a task reports back besides the result."""
+
+    node: str
+    fingerprint: dict[str, Any]
+    fingerprint_key: str
+
+
+def _node_fingerprint(spec: Spec, adapter: EngineAdapter) -> tuple[str, dict[str, Any]]:
+    # the same facts the driver's prepare() takes, read on this node
+    from bringup import fingerprint as fp
+
+    info = adapter.info(spec)
+    finger = fp.collect(adapter.name, info.version, spec.model.path)
+    finger["engine_details"] = {k: v for k, v in info.details.items() if k != "binary"}
+    finger["engine_sha256"] = fp.executable_sha256(adapter.locate(spec)[0])
+    return fp.fingerprint_key(finger), finger
+
+
+def _remote_trial(
+    spec: Spec,
+    planned: PlannedTrial,
+    trial_id: str,
+    run_dir: str,
+    reference: dict[str, Any] | None,
+    collect_reference: bool,
+    decode_tok_s: float | None,
+    decided: dict[str, str],
+    board: Any,
+    adopt: bool,
+    api_key: str | None,
+) -> tuple[str, dict[str, Any] | None, str | None, _Placed]:
+    """Run on the node Ray placed it: the trial, start to teardown. Returns the result as
+    JSON, the reference answers it collected, the trial it reused (if any) and the node."""
+    from bringup.engines.registry import get_engine
+    from bringup.trial import TrialContext, run_trial
+
+    adapter = get_engine(spec.engine.name)
+    key, finger = _node_fingerprint(spec, adapter)
+    placed = _Placed(_node_name(), finger, key)
+    if key in decided:
+        return decided[key], None, "reused", placed
+
+    def on_stage(result: TrialResult, stage: Stage, message: str) -> None:
+        board.post.remote(trial_id, result.model_dump_json(), message)
+
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    ctx = TrialContext(
+        spec,
+        adapter,
+        Path(run_dir),
+        adopt=adopt,
+        reference=ReferenceAnswers.from_dict(reference) if reference else None,
+        collect_reference=collect_reference,
+        on_stage=on_stage,
+        api_key=api_key,
+        decode_tok_s=decode_tok_s,
+        timeout_scale=planned.timeout_scale,
+    )
+    trial = asyncio.run(run_trial(ctx, planned, trial_id))
+    answers = trial.answers.to_dict() if trial.answers is not None else None
+    return trial.result.model_dump_json(), answers, None, placed
+
+
+def _node_name() -> str:
+    ray = _ray()
+    ctx = ray.get_runtime_context()
+    node_id = str(ctx.get_node_id())
+    for node in ray.nodes():
+        if node.get("NodeID") == node_id:
+            return f"{node.get('NodeManagerAddress', '?')}:{node.get('NodeManagerPort', '?')}"
+    return node_id[:12]
+
+
+class _Board:
+    """Stage changes posted by tasks, drained by the driver (a Ray actor)."""
+
+    def __init__(self) -> None:
+        self.posts: dict[str, list[tuple[str, str]]] = {}
+
+    def post(self, trial_id: str, result_json: str, message: str) -> None:
+        self.posts.setdefault(trial_id, []).append((result_json, message))
+
+    def take(self, trial_id: str) -> list[tuple[str, str]]:
+        return self.posts.pop(trial_id, [])
+
+
+@dataclass
+class RayExecutor:
+    spec: Spec
+    adapter: EngineAdapter
+    store: Store
+    run_id: str
+    run_dir: Path
+    fingerprint_key: str
+    address: str | None = None
+    adopt: bool = False
+    api_key: str | None = None
+    max_in_flight: int | None = None
+    _board: Any = field(default=None, init=False, repr=False)
+    _remote: Any = field(default=None, init=False, repr=False)
+    _capacity: int = field(default=1, init=False)
+    _has_resource: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        ray = _ray()
+        if not ray.is_initialized():
+            address = self.address or os.environ.get("RAY_ADDRESS") or None
+            try:
+                ray.init(address=address, log_to_driver=False, configure_logging=False)
+            except ConnectionError as exc:
+                raise SpecError(
+                    f"cannot reach the Ray cluster at {address}: start it with `ray start "
+                    "--head` or give the right --address / RAY_ADDRESS"
+                ) from exc
+        self._board = ray.remote(num_cpus=0)(_Board).remote()
+        self._remote = ray.remote(max_retries=0)(_remote_trial)
+        self._capacity = self._fit()
+
+    def _fit(self) -> int:
+        ray = _ray()
+        res = self.spec.resources
+        total = float(ray.cluster_resources().get(res.resource, 0.0))
+        self._has_resource = total > 0
+        if self.max_in_flight is not None:
+            return self.max_in_flight
+        per = gpus_for(self.spec, self.spec.reference_config(), self._has_resource)
+        if per > 0:
+            if total < per:
+                raise SpecError(
+                    f"a trial needs {per:g} {res.resource} but the Ray cluster has {total:g}:"
+                    " set [resources] gpus or add nodes"
+                )
+            return max(1, math.floor(total / per))
+        cpus = float(ray.cluster_resources().get("CPU", 1.0))
+        return max(1, math.floor(cpus / res.cpus))
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    def _options(self, config: Config) -> dict[str, Any]:
+        res = self.spec.resources
+        n = gpus_for(self.spec, config, self._has_resource)
+        opts: dict[str, Any] = {"num_cpus": res.cpus}
+        if n > 0:
+            if res.resource == "GPU":
+                opts["num_gpus"] = n  # Ray sets CUDA_VISIBLE_DEVICES from the placement
+            else:
+                opts["resources"] = {res.resource: n}
+        if res.gpu_type:
+            opts["accelerator_type"] = res.gpu_type
+        return opts
+
+    def _decided(self, job: TrialJob) -> dict[str, str]:
+        """Decided verdicts of this launch by fingerprint: the task keeps its node's."""
+        if not job.may_reuse:
+            return {}
+        return {
+            key: result.model_dump_json()
+            for key, result in self.store.decided_by_fingerprint(job.config_key).items()
+        }
+
+    async def run(self, job: TrialJob) -> TrialDone:
+        ray = _ray()
+        for attempt in range(LOST_RETRIES + 1):
+            ref = self._remote.options(**self._options(job.planned.config)).remote(
+                self.spec,
+                job.planned,
+                job.trial_id,
+                str(self.run_dir),
+                job.reference.to_dict() if job.reference is not None else None,
+                job.collect_reference,
+                job.decode_tok_s,
+                self._decided(job),
+                self._board,
+                self.adopt,
+                self.api_key,
+            )
+            try:
+                out = await self._follow(job, ref)
+            except asyncio.CancelledError:
+                await self._cancel(ref)
+                raise
+            except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError) as exc:
+                lost = TrialResult(trial_id=job.trial_id, flags=dict(job.planned.config))
+                lost.status = Status.INTERRUPTED
+                again = attempt < LOST_RETRIES
+                lost.note = f"worker lost ({type(exc).__name__}); " + (
+                    "re-queued" if again else "given up after retries"
+                )
+                job.sink.stage(lost, lost.stage, lost.note)
+                if again:
+                    continue
+                return TrialDone(lost)
+            result_json, answers, reused, placed = out
+            result = TrialResult.model_validate_json(result_json)
+            place = getattr(job.sink, "placed", None)
+            if place is not None:
+                place(placed.node, placed.fingerprint, placed.fingerprint_key)
+            if reused is not None:
+                prior = result.trial_id
+                result = result.model_copy(update={"trial_id": job.trial_id})
+                result.note = f"verdict reused from {prior} (same configuration and fingerprint)"
+                job.sink.reused(result, prior)
+                return TrialDone(result, reused_from=prior)
+            job.sink.stage(result, result.stage, "done")
+            abort_if_port_busy(result)
+            return TrialDone(result, ReferenceAnswers.from_dict(answers) if answers else None)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    async def _follow(self, job: TrialJob, ref: Any) -> Any:
+        """Wait for the task, writing the stage changes it posts as they come."""
+        ray = _ray()
+        while True:
+            ready, _ = ray.wait([ref], timeout=0)
+            posts = await self._board.take.remote(job.trial_id)
+            for result_json, message in posts:
+                result = TrialResult.model_validate_json(result_json)
+                job.sink.stage(result, result.stage, message)
+            if ready:
+                return await ref
+            await asyncio.sleep(POLL_S)
+
+    async def _cancel(self, ref: Any) -> None:
+        """Interrupt the task so its trial tears the engine down; force it after a grace."""
+        ray = _ray()
+        with contextlib.suppress(Exception):
+            ray.cancel(ref, force=False)
+        ready, _ = await asyncio.to_thread(ray.wait, [ref], timeout=CANCEL_GRACE_S)
+        if not ready:
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=True)
