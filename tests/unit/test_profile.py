@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +13,12 @@ import pytest
 from click.testing import CliRunner
 
 from bringup.cli.main import cli
-from bringup.profile.llamacpp import BenchTg, DecodeGap, bench_argv, parse_bench
+from bringup.engines.llamacpp.profiling import BenchTg, DecodeGap, bench_argv, parse_bench
+from bringup.engines.registry import get_engine
+from bringup.errors import BringupError, SpecError
 from bringup.profile.trace import GRAPH_OP, summarize
 from bringup.profile.verdict import bottleneck, family
+from bringup.spec import Spec, parse_spec
 
 
 class _Trace:
@@ -144,3 +149,37 @@ def test_cli_trace_json_and_user_mistake(tmp_path: Path) -> None:
     assert json.loads(out.read_text())["summary"]["decode_steps"] == 4
     res = CliRunner().invoke(cli, ["profile"])
     assert res.exit_code == 2 and "TRIAL" in res.output
+
+
+def test_step_pattern_is_the_engines_own(tmp_path: Path) -> None:
+    path = _decode(tmp_path / "s.gz", [("aten::mm", "sm90_gemm", 900)])
+    endpoints = get_engine("vllm").profiling(str(tmp_path))
+    assert endpoints is not None and endpoints.step_pattern
+    found = summarize(path)  # no pattern given: the registered engine's that matches
+    assert found == summarize(path, step_pattern=endpoints.step_pattern)
+    assert (found.decode_steps, found.other_steps) == (4, 1)
+    # a pattern no annotation matches: the whole trace is one step, prefill included
+    assert summarize(path, step_pattern=r"no_such_step_(?P<gen>\d+)").decode_steps == 1
+
+
+def _llama_spec(binary: Path) -> Spec:
+    text = f'[engine]\nname = "llama.cpp"\nbinary = "{binary}"\n[model]\npath = "m.gguf"\n'
+    return parse_spec(text)
+
+
+def test_engine_without_endpoints_compares_decode_through_its_adapter(tmp_path: Path) -> None:
+    server = tmp_path / "llama-server"
+    server.write_text("")
+    adapter = get_engine("llama.cpp")
+    with pytest.raises(BringupError, match="llama-bench"):
+        adapter.compare_decode(_llama_spec(server), {}, {"decode_tok_s_single": 100.0})
+    rows = [{"n_prompt": 0, "n_gen": 64, "avg_ts": 200.0, "stddev_ts": 2.0}]
+    bench = tmp_path / "llama-bench"
+    bench.write_text(f"#!{sys.executable}\nprint({json.dumps(json.dumps(rows))})\n")
+    bench.chmod(bench.stat().st_mode | stat.S_IEXEC)
+    with pytest.raises(SpecError, match="single-stream"):
+        adapter.compare_decode(_llama_spec(server), {}, {})
+    got = adapter.compare_decode(_llama_spec(server), {"-ngl": 99}, {"decode_tok_s_single": 108})
+    assert got is not None and got.record["ratio"] == pytest.approx(0.54)
+    assert got.record["bench_tok_s"] == 200.0 and "server's per-token cost" in got.text
+    assert get_engine("vllm").compare_decode(_llama_spec(server), {}, {}) is None

@@ -1,10 +1,11 @@
 """``bringup profile TRIAL``: where a configuration's decode step goes, against the reference.
 
-vLLM and SGLang: the trial's configuration and the run's reference are each launched with
-the engine's torch-profiler endpoints and traced under a decode load
+An engine with profiling endpoints (its adapter's ``profiling``): the trial's configuration
+and the run's reference are each launched with them and traced under a decode load
 (:mod:`bringup.profile.live`); ``--trace`` / ``--reference-trace`` read traces taken
-before instead. llama.cpp has no such endpoint: ``profile`` compares the trial's single-
-stream decode with ``llama-bench`` tg on the same binary folder, model and flags.
+before instead. An engine without them may compare the trial's decode another way (its
+adapter's ``compare_decode``, e.g. against the engine's own kernel benchmark); this
+command prints and records what that finds. No engine is named here.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any
 
 import click
 
-from bringup.errors import BringupError, SpecError
-from bringup.profile.llamacpp import DecodeGap, bench_argv, bench_binary, run_bench
+from bringup.engines.registry import get_engine
+from bringup.errors import SpecError
 from bringup.profile.trace import TraceSummary, summarize
 from bringup.profile.verdict import Bottleneck, bottleneck, diff
 from bringup.spec import Spec
@@ -118,8 +119,10 @@ def profile(
         assert trial is not None
         spec, flags, ref_flags, metrics = _trial(db, trial)
         record["engine"] = spec.engine.name
-        if spec.engine.name in ("llama.cpp", "llamacpp", "llama-server"):
-            _llamacpp(spec, flags, metrics, record)
+        comparison = get_engine(spec.engine.name).compare_decode(spec, flags, metrics)
+        if comparison is not None:
+            click.echo(comparison.text)
+            record |= comparison.record
             _write(json_out, record)
             return
         from bringup.profile.live import capture
@@ -166,30 +169,6 @@ def profile(
         "bottleneck": neck.__dict__,
     }
     _write(json_out, record)
-
-
-def _llamacpp(
-    spec: Spec, flags: dict[str, Any], metrics: dict[str, Any], record: dict[str, Any]
-) -> None:
-    server = spec.engine.binary
-    binary = bench_binary(server) if server else None
-    if binary is None or not spec.model.path:
-        raise BringupError(
-            f"no llama-bench next to {server or 'the llama-server'}; build it beside the "
-            "server (cmake --target llama-bench) to compare single-stream decode with tg."
-        )
-    tok_s = metrics.get("decode_tok_s_single") or metrics.get("c1.decode_tok_s_p50")
-    if not tok_s:
-        raise SpecError("the trial has no single-stream decode figure; bench it at concurrency 1.")
-    bench = run_bench(bench_argv(str(binary), spec.model.path, {**flags}))
-    gap = DecodeGap(float(tok_s), bench)
-    click.echo(gap.explain())
-    record |= {
-        "server_tok_s": gap.server_tok_s,
-        "bench_tok_s": bench.tok_s,
-        "bench_stddev": bench.stddev,
-        "ratio": round(gap.ratio, 4),
-    }
 
 
 def _write(path: str | None, record: dict[str, Any]) -> None:

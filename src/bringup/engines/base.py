@@ -23,7 +23,7 @@ from bringup.spec import FlagValue, Spec
 if TYPE_CHECKING:
     from bringup.diagnose.rule import RuleSet
     from bringup.engines.flagcheck import CapturedHelp, KnownChange
-    from bringup.engines.profiling import ProfilingEndpoints
+    from bringup.engines.profiling import DecodeComparison, ProfilingEndpoints
     from bringup.testing.simengine.profile import SimProfile
 
 
@@ -168,6 +168,14 @@ class EngineAdapter:
 
     def profiling(self, output_dir: str) -> ProfilingEndpoints | None:
         """How to profile a running server of this engine (None: it has no endpoints)."""
+        return None
+
+    def compare_decode(
+        self, spec: Spec, flags: Mapping[str, FlagValue], metrics: Mapping[str, Any]
+    ) -> DecodeComparison | None:
+        """For an engine without profiling endpoints, a trial's decode compared another way
+        (``flags`` its configuration, ``metrics`` what its benchmark measured); None: this
+        engine is profiled through :meth:`profiling`, or not at all."""
         return None
 
     def is_fatal(self, line: str) -> bool:

@@ -13,9 +13,11 @@ What is measured, per decode step (an engine iteration that prefills nothing):
   kernel's op is the innermost ``aten::`` (or other CPU) op whose span holds its launch on
   the same thread; a launch outside any op (CUDA graph replay) is ``(cuda graph)``.
 
-The step annotation is engine-specific (``step_pattern``); vLLM's worker names each
-iteration ``execute_context_<n>(<tokens>)_generation_<n>(<tokens>)``. Without any step
-annotation the whole trace counts as one step. Hand-written because torch's own reader
+The step annotation is engine-specific (``step_pattern``, with groups ``ctx`` and ``gen``:
+the requests prefilling and decoding in that step); each engine's folder names its own
+(its ``ProfilingEndpoints.step_pattern``). Given none, the first registered engine's
+pattern that matches one of the trace's annotations is used. Without any step annotation
+the whole trace counts as one step. Hand-written because torch's own reader
 (``torch.profiler`` / HTA) needs torch or pandas, which bringup does not depend on.
 """
 
@@ -30,7 +32,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-VLLM_STEP = r"execute_context_(?P<ctx>\d+)\((?P<ctx_tokens>\d+)\)_generation_(?P<gen>\d+)"
 _LAUNCH = re.compile(r"cuda(?:Launch|GraphLaunch|LaunchKernelExC|MemcpyAsync|MemsetAsync)|cuLaunch")
 _GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 GRAPH_OP = "(cuda graph)"
@@ -129,9 +130,27 @@ def _innermost(spans: list[tuple[float, float, str]], ts: float) -> str | None:
     return best[1] if best else None
 
 
-def summarize(path: str | Path, step_pattern: str = VLLM_STEP, top: int = 10) -> TraceSummary:
+def known_step_patterns() -> list[str]:
+    """The step annotations of the registered engines that have one."""
+    from bringup.engines.registry import adapters  # the registry loads every engine
+
+    found = (a.profiling(".") for a in adapters())
+    return [e.step_pattern for e in found if e is not None and e.step_pattern]
+
+
+def _pattern_for(events: list[dict[str, Any]]) -> str | None:
+    names = [str(e.get("name", "")) for e in events if e.get("cat") == "user_annotation"]
+    for pattern in known_step_patterns():
+        rx = re.compile(pattern)
+        if any(rx.search(n) for n in names):
+            return pattern
+    return None
+
+
+def summarize(path: str | Path, step_pattern: str | None = None, top: int = 10) -> TraceSummary:
     events = load_events(path)
-    steps = _steps(events, step_pattern)
+    pattern = step_pattern or _pattern_for(events)
+    steps = _steps(events, pattern) if pattern else []
     starts = [s.start for s in steps]
     ops = _ops_by_thread(events)
     launches: dict[Any, tuple[float, str]] = {}

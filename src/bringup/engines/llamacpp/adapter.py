@@ -12,6 +12,7 @@ import subprocess
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from bringup.engines.base import (
     EngineAdapter,
@@ -20,7 +21,8 @@ from bringup.engines.base import (
     FlagProblem,
     render_flags,
 )
-from bringup.engines.llamacpp import flags, logs, rules, sim
+from bringup.engines.llamacpp import flags, logs, profiling, rules, sim
+from bringup.engines.profiling import DecodeComparison
 from bringup.errors import EngineNotInstalledError, ModelNotFoundError
 from bringup.spec import FlagValue, Spec
 
@@ -175,6 +177,11 @@ class LlamaCppAdapter(EngineAdapter):
 
     def served_model(self, spec: Spec) -> str | None:
         return spec.model.name or (Path(spec.model.path).name if spec.model.path else None)
+
+    def compare_decode(
+        self, spec: Spec, flags: Mapping[str, FlagValue], metrics: Mapping[str, Any]
+    ) -> DecodeComparison | None:
+        return profiling.compare(spec, flags, metrics)
 
     def read_chosen(self, lines: list[str], found: dict[str, str]) -> None:
         logs.read_chosen(lines, found)

