@@ -210,3 +210,41 @@ async def test_collect_and_compare_with_reference_scoring(alphabet: Any) -> None
         rep = await compare_accuracy(ref, junk, s, c)
     assert rep.category is Category.GARBAGE_OUTPUT
     assert "likelihood" in rep.evidence[0] and "-12.00" in rep.evidence[0]
+
+
+def _shifted_by(shifts: list[float]) -> tuple[ReferenceAnswers, ReferenceAnswers]:
+    """The reference and a candidate whose forced logprobs differ by ``shifts[i]`` on prompt i."""
+    ref = answers(list(zip(TOKS, LPS, strict=True)))
+    rows = [[x - s for x in row] for row, s in zip(LPS, shifts, strict=True)]
+    return ref, answers(list(zip(TOKS, rows, strict=True)), forced=rows)
+
+
+async def test_mad_interval_wholly_under_the_limit_passes() -> None:
+    ref, cand = _shifted_by([0.02, 0.03, 0.04])
+    rep = await compare_accuracy(ref, cand, spec())
+    assert rep.logprob_mad_ci[1] <= 0.10
+    assert rep.passed and rep.verdict == "pass" and rep.to_dict()["verdict"] == "pass"
+
+
+async def test_mad_point_under_the_limit_but_interval_straddling_is_inconclusive() -> None:
+    ref, cand = _shifted_by([0.04, 0.08, 0.15])  # mean 0.09 < 0.10, CI up to 0.15
+    rep = await compare_accuracy(ref, cand, spec())
+    lo, hi = rep.logprob_mad_ci
+    assert rep.logprob_mad < 0.10 and lo < 0.10 < hi
+    assert rep.verdict == "inconclusive" and not rep.passed
+    assert rep.category is Category.ACCURACY_REGRESSION
+    assert rep.evidence[0].startswith("inconclusive") and f"{lo:.4f}-{hi:.4f}" in rep.evidence[0]
+
+
+async def test_mad_point_over_the_limit_but_interval_straddling_is_inconclusive() -> None:
+    ref, cand = _shifted_by([0.06, 0.10, 0.17])  # mean 0.11 > 0.10, CI down to 0.06
+    rep = await compare_accuracy(ref, cand, spec())
+    assert rep.logprob_mad > 0.10 and rep.logprob_mad_ci[0] < 0.10
+    assert rep.verdict == "inconclusive" and "straddles" in rep.evidence[0]
+
+
+async def test_mad_interval_wholly_over_the_limit_fails() -> None:
+    ref, cand = _shifted_by([0.25, 0.3, 0.35])
+    rep = await compare_accuracy(ref, cand, spec())
+    assert rep.logprob_mad_ci[0] > 0.10
+    assert rep.verdict == "fail" and not rep.passed and "wholly" in rep.evidence[0]

@@ -10,9 +10,14 @@ the reference's tokens in the reference's contexts (teacher forcing, see
 ``compare_accuracy(reference, candidate, spec)`` reports greedy token agreement (share of
 reference tokens reproduced before the first divergence), first divergence positions, the
 mean absolute log-probability difference on the reference tokens with a bootstrap 95% CI
-over prompts, and the signed paired difference. It fails as ``accuracy_regression`` past
-``spec.checks`` thresholds (defaults measured, see below), and as ``garbage_output`` when
-the detectors or the reference-likelihood check fire on the candidate's answers.
+over prompts, and the signed paired difference. The MAD verdict is three-way by that
+interval (``AccuracyReport.verdict``): ``pass`` when the CI lies wholly at or under
+``max_logprob_mad``, ``fail`` when wholly over, otherwise ``inconclusive``. An
+inconclusive result has not shown the candidate matches the reference, so it does not
+pass: it fails as ``accuracy_regression`` with evidence that begins "inconclusive" and
+names the interval (the point estimate alone decided borderline rows by luck). Token
+agreement is still judged on its point value. It fails as ``garbage_output`` when the
+detectors or the reference-likelihood check fire on the candidate's answers.
 """
 
 from __future__ import annotations
@@ -115,6 +120,7 @@ class AccuracyReport:
     evidence: list[str] = field(default_factory=list)
     per_prompt: list[dict[str, Any]] = field(default_factory=list)
     note: str | None = None
+    verdict: str = "pass"  # the MAD verdict by interval: "pass", "fail" or "inconclusive"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -131,6 +137,7 @@ class AccuracyReport:
             "evidence": self.evidence,
             "per_prompt": self.per_prompt,
             "note": self.note,
+            "verdict": self.verdict,
         }
 
     def summary(self) -> str:
@@ -260,12 +267,20 @@ async def compare_accuracy(
         thresholds=limits,
         per_prompt=per_prompt,
     )
+    report.verdict = mad_verdict(report.logprob_mad_ci, limits["max_logprob_mad"])
     if garbage:
         report.passed, report.category, report.evidence = False, Category.GARBAGE_OUTPUT, garbage
         return report
     crossed = []
-    if not math.isnan(mad) and mad > limits["max_logprob_mad"]:
-        crossed.append(f"logprob MAD {mad:.4f} > {limits['max_logprob_mad']}")
+    lo, hi = report.logprob_mad_ci
+    if report.verdict == "fail":
+        crossed.append(f"logprob MAD {mad:.4f} > {limits['max_logprob_mad']} (wholly, by its CI)")
+    elif report.verdict == "inconclusive":
+        crossed.append(
+            f"inconclusive: logprob MAD {mad:.4f}, its 95% CI {lo:.4f}-{hi:.4f} straddles "
+            f"the limit {limits['max_logprob_mad']}; more or longer accuracy prompts "
+            "(accuracy_prompts, accuracy_tokens) would decide it"
+        )
     if not math.isnan(agreement) and agreement < limits["min_token_agreement"]:
         crossed.append(f"token agreement {agreement:.3f} < {limits['min_token_agreement']}")
     if crossed:
@@ -287,6 +302,15 @@ async def compare_accuracy(
             evidence,
         )
     return report
+
+
+def mad_verdict(ci: tuple[float, float], limit: float) -> str:
+    """``pass`` when the interval is wholly at or under ``limit``, ``fail`` when wholly over,
+    else ``inconclusive``; ``pass`` when nothing was compared (no interval to judge)."""
+    lo, hi = ci
+    if math.isnan(lo) or math.isnan(hi) or hi <= limit:
+        return "pass"
+    return "fail" if lo > limit else "inconclusive"
 
 
 def _tolerated(spec: Spec, flags: Config | None) -> list[str]:
