@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bringup.plan import choose_winner, make_planner
-from bringup.plan.space import config_key
+from bringup.plan.space import flags_key
 from bringup.plan.winner import requirement_failures
 from bringup.testing.simengine import World, evaluate, load_world, random_world, shipped_worlds
 from bringup.verdict import TrialResult
@@ -68,7 +68,7 @@ def true_value(world: World, config: dict[str, Any] | None) -> float | None:
 def same_winner(world: World, grid: Run, other: Run) -> bool:
     if grid.winner is None or other.winner is None:
         return grid.winner is None and other.winner is None
-    if config_key(grid.winner) == config_key(other.winner):
+    if flags_key(grid.winner) == flags_key(other.winner):
         return True
     g, o = true_value(world, grid.winner), true_value(world, other.winner)
     assert g is not None and o is not None

@@ -31,7 +31,7 @@ from bringup.plan.winner import Winner, choose_winner
 from bringup.preflight import preflight
 from bringup.server.orphans import reconcile
 from bringup.spec import Config, Spec
-from bringup.store import Store, config_key
+from bringup.store import Store, launch_key
 from bringup.store import launched as launched_record
 from bringup.trial import LiveServer, TrialContext, run_trial
 from bringup.verdict import Stage, Status, TrialResult
@@ -380,7 +380,7 @@ def _note_reference_speed(result: TrialResult, into: list[float]) -> None:
 
 
 def _key(prep: PreparedSpec, config: Config) -> str:
-    return config_key(
+    return launch_key(
         prep.adapter.name,
         prep.fingerprint.get("model_sha256") or prep.spec.model.path,
         prep.spec.launch.args,

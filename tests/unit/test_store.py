@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bringup.plan.base import Pruned
-from bringup.store import Store, config_key
+from bringup.store import Store, launch_key
 from bringup.verdict import Category, Stage, Status, TrialResult
 
 
@@ -23,7 +23,7 @@ def test_wal_and_progressive_rows(tmp_path: Path) -> None:
     store = Store(tmp_path / "b.db")
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     run_id = _run(store)
-    key = config_key("llama.cpp", "sha", ["-c", "2048"], {"-fa": "on"})
+    key = launch_key("llama.cpp", "sha", ["-c", "2048"], {"-fa": "on"})
     r = TrialResult(trial_id="t1", flags={"-fa": "on"})
     kw = dict(cfg_key=key, fingerprint_key="fp1", engine="llama.cpp", engine_version="1")
     store.save_trial(run_id, 1, r, **kw)  # type: ignore[arg-type]
@@ -46,11 +46,11 @@ def test_wal_and_progressive_rows(tmp_path: Path) -> None:
     assert other.decided(key, "other-fingerprint") is None
 
 
-def test_config_key_ignores_flag_order_not_values() -> None:
-    a = config_key("e", "m", [], {"-a": 1, "-b": 2})
-    assert a == config_key("e", "m", [], {"-b": 2, "-a": 1})
-    assert a != config_key("e", "m", [], {"-a": 1, "-b": 3})
-    assert a != config_key("e", "m", ["-c", "1"], {"-a": 1, "-b": 2})
+def test_launch_key_ignores_flag_order_not_values() -> None:
+    a = launch_key("e", "m", [], {"-a": 1, "-b": 2})
+    assert a == launch_key("e", "m", [], {"-b": 2, "-a": 1})
+    assert a != launch_key("e", "m", [], {"-a": 1, "-b": 3})
+    assert a != launch_key("e", "m", ["-c", "1"], {"-a": 1, "-b": 2})
 
 
 def test_interrupt_and_finish(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ class TrialJob:
     planned: PlannedTrial
     index: int  # k of "trial k of n", in the order trials started
     trial_id: str
-    config_key: str  # identity of the launch (store.config_key): reuse looks it up
+    config_key: str  # identity of the launch (store.launch_key): reuse looks it up
     sink: TrialSink
     # the answers candidates are compared with; None for the reference itself
     reference: ReferenceAnswers | None = None

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from bringup.plan.budget import Budget
-from bringup.plan.space import config_key
+from bringup.plan.space import flags_key
 from bringup.plan.winner import Winner, choose_winner
 from bringup.spec import Config, Spec
 from bringup.verdict import TrialResult
@@ -113,7 +113,7 @@ class SweepPlanner:
             item = self._next_step()
             if item is None:
                 break
-            seen = self._first_looks.get(config_key(item.config))
+            seen = self._first_looks.get(flags_key(item.config))
             if seen is not None and item.purpose in FIRST_LOOK:
                 self._record(item, seen)  # already looked at: no second launch
                 continue
@@ -138,7 +138,7 @@ class SweepPlanner:
                 return
         # not asked for (the reference run first): a launch of this sweep all the same
         self._launched += 1
-        self._first_looks.setdefault(config_key(planned.config), result)
+        self._first_looks.setdefault(flags_key(planned.config), result)
 
     def push_back(self, planned: PlannedTrial) -> None:
         """Take back a trial ``ask`` returned and not started; the next ``ask`` offers it
@@ -190,7 +190,7 @@ class SweepPlanner:
         return item
 
     def _record(self, planned: PlannedTrial, result: TrialResult) -> None:
-        self._first_looks.setdefault(config_key(planned.config), result)
+        self._first_looks.setdefault(flags_key(planned.config), result)
         self._timed_s += _elapsed(result)
         self._observed.append((planned, result))
         self.observe(planned, result)
@@ -212,13 +212,13 @@ class SweepPlanner:
 
     def _not_done(self) -> str:
         """What a budget stop left undone: untried configurations, repeats of the best."""
-        tried = {config_key(p.config) for p, _ in self._observed} | set(self._first_looks)
+        tried = {flags_key(p.config) for p, _ in self._observed} | set(self._first_looks)
         untried = max(0, len(self.spec.configs()) - len(tried) - len(self.pruned))
         parts = [f"{untried} configuration(s) untried"]
         measured: dict[Any, int] = {}
         for planned, result in self._observed:
             if result.passed and planned.bench_scale >= 1.0:
-                key = config_key(planned.config)
+                key = flags_key(planned.config)
                 measured[key] = measured.get(key, 0) + 1
         repeated = sum(1 for n in measured.values() if n >= 2)
         top = self.spec.plan.repeat_top

@@ -26,7 +26,7 @@ from typing import Any
 from bringup.plan.base import WAIT, PlannedTrial, PlanSteps, Pruned, Purpose, SweepPlanner
 from bringup.plan.model import EffectModel
 from bringup.plan.pruning import PruneRule, rule_from
-from bringup.plan.space import SearchSpace, config_key
+from bringup.plan.space import SearchSpace, flags_key
 from bringup.plan.winner import objective_name, requirement_failures
 from bringup.spec import Config
 from bringup.verdict import TrialResult
@@ -61,7 +61,7 @@ class DefaultPlanner(SweepPlanner):
         self._pruned_keys: set[Any] = set()
         self._tried_keys: set[Any] = set()
         # Candidates in risk order with their identities, computed once.
-        self._ranked = [(config_key(c), c) for c in self._space.by_risk(self._space.candidates)]
+        self._ranked = [(flags_key(c), c) for c in self._space.by_risk(self._space.candidates)]
         for config in self._space.excluded:
             self._prune(config, None, "excluded by [plan].exclude")
         halving = self.spec.plan.halving
@@ -79,7 +79,7 @@ class DefaultPlanner(SweepPlanner):
                 break
             config = nxt
             # a configuration in flight counts as tried: never offered twice, never pruned
-            self._tried_keys.add(config_key(config))
+            self._tried_keys.add(flags_key(config))
             ref = not self._space.departures(config)
             purpose: Purpose = "reference" if ref else explore_purpose
             yield PlannedTrial(config, purpose, explore_scale)
@@ -111,7 +111,7 @@ class DefaultPlanner(SweepPlanner):
 
     def _absorb(self, config: Config, result: TrialResult, scale: float) -> None:
         self.tried.append(_Tried(dict(config), result, scale))
-        self._tried_keys.add(config_key(config))
+        self._tried_keys.add(flags_key(config))
         if result.passed:
             score = self._log_score(result.metrics.get(self._metric))
             if score is not None and scale >= 1.0 / self.eta:
@@ -137,7 +137,7 @@ class DefaultPlanner(SweepPlanner):
                 self._prune(cand, rule.by_trial, rule.reason)
 
     def _prune(self, config: Config, by_trial: str | None, reason: str) -> None:
-        key = config_key(config)
+        key = flags_key(config)
         if key in self._pruned_keys:
             return
         self._pruned_keys.add(key)
@@ -232,7 +232,7 @@ class DefaultPlanner(SweepPlanner):
             s = self._log_score(t.result.metrics.get(self._metric))
             if s is None:
                 continue
-            key = config_key(t.config)
+            key = flags_key(t.config)
             if key not in scored or s > scored[key][0]:
                 scored[key] = (s, t.config)
         ranked = sorted(scored.values(), key=lambda sc: sc[0], reverse=True)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bringup.plan.space import config_key
+from bringup.plan.space import flags_key
 
 
 def _vkey(value: Any) -> str:
@@ -85,4 +85,4 @@ class EffectModel:
         return sum(1 for f in self.flags if not self.known(f, config.get(f)))
 
     def seen(self) -> set[tuple[tuple[str, str], ...]]:
-        return {config_key(c) for c, _ in self.observations}
+        return {flags_key(c) for c, _ in self.observations}

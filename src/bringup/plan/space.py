@@ -29,8 +29,9 @@ def contains(config: Mapping[str, Any], combo: Mapping[str, Any]) -> bool:
     return all(k in config and same_value(config[k], v) for k, v in combo.items())
 
 
-def config_key(config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    """A hashable identity for a configuration (flag order does not matter)."""
+def flags_key(config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """A hashable identity of a flag set (flag order does not matter, values compared as
+    text); not the store's launch identity, :func:`bringup.store.launch_key`."""
     return tuple(
         sorted(
             (k, str(v).lower() if isinstance(v, bool) else _num_text(v)) for k, v in config.items()

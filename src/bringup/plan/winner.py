@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bringup.contention import CONTENDED_SHARE, benchmark_contention
-from bringup.plan.space import SearchSpace, config_key
+from bringup.plan.space import SearchSpace, flags_key
 from bringup.spec import Spec
 from bringup.verdict import TrialResult
 
@@ -203,7 +203,7 @@ def _pools(
         if requirement_failures(r.metrics, require):
             continue
         scale = float(r.metrics.get("bench_scale", 1.0))
-        key = config_key(r.flags)
+        key = flags_key(r.flags)
         pool = pools.get(key)
         if pool is None or scale > pool.scale:
             pools[key] = _Pool([r], [float(value)], scale, larger)

@@ -32,10 +32,11 @@ from bringup.verdict import Status, TrialResult
 DECIDED = (Status.PASSED.value, Status.FAILED.value)
 
 
-def config_key(
+def launch_key(
     engine: str, model: str | None, fixed_args: list[str], flags: Mapping[str, Any]
 ) -> str:
-    """Identity of a configuration: what would make a launch behave differently."""
+    """Identity of a launch (engine, model, fixed args, flags): what would make one behave
+    differently; stored as the trials table's ``config_key`` column."""
     payload = json.dumps(
         {
             "engine": engine,
