@@ -43,8 +43,11 @@ STYLE = {
 class ProgressLine:
     """A live line: trial k of n, the stage, elapsed time (recomputed at each refresh)."""
 
-    def __init__(self, spec: Spec) -> None:
+    def __init__(self, spec: Spec, keep: int | None = 12) -> None:
         self.spec = spec
+        # a terminal shows the last ``keep`` finished trials; a file or pipe (``None``)
+        # gets every one, a line each, since nothing scrolls back there
+        self.keep = keep
         self.event: SweepEvent | None = None
         self.started = time.monotonic()
         self.done: list[Text] = []
@@ -55,7 +58,7 @@ class ProgressLine:
             self.done.append(_one_line(event.trial, self.spec, event.index, event.planned_total))
 
     def __rich__(self) -> Group:
-        lines: list[Text] = list(self.done[-12:])
+        lines: list[Text] = list(self.done if self.keep is None else self.done[-self.keep :])
         e = self.event
         elapsed = time.monotonic() - self.started
         if e is not None and e.message not in ("done", "reused"):

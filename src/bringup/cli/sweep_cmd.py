@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from bringup.cli.jsonout import dumps, launch_json, sweep_json
 from bringup.cli.render import ProgressLine, print_live_server, print_outcome
 from bringup.cli.secrets_env import api_key_env_option, api_key_from_env
 from bringup.errors import BringupError
@@ -28,6 +29,12 @@ db_option = click.option(
 runs_option = click.option(
     "--runs-dir", default="runs", show_default=True, help="Folder for per-trial logs."
 )
+json_option = click.option(
+    "--json",
+    "json_out",
+    is_flag=True,
+    help="Print the outcome as one JSON line on stdout; progress goes to stderr.",
+)
 
 
 def _sweep(
@@ -42,8 +49,9 @@ def _sweep(
     executor: str | None = None,
     address: str | None = None,
     max_in_flight: int | None = None,
+    json_out: bool = False,
 ) -> None:
-    console = Console()
+    console = Console(stderr=json_out)  # with --json, stdout holds the JSON object only
     prep = prepare(spec)
     store = Store(db)
     options = SweepOptions(
@@ -64,13 +72,15 @@ def _sweep(
             f"\nspace: {len(spec.configs())} configurations · results in {printable(db)}",
         )
     )
-    line = ProgressLine(spec)
+    line = ProgressLine(spec, keep=12 if console.is_terminal else None)
     with Live(line, console=console, refresh_per_second=4, transient=False):
         outcome = asyncio.run(run_sweep(prep, store, options, line.update))
     if not console.is_terminal:
         console.line()  # a file or pipe gets Live's last frame without its line end
     print_outcome(console, outcome, spec)
     console.print(Text(f"logs: {printable(outcome.run_dir)}"))
+    if json_out:
+        click.echo(dumps(sweep_json(outcome)))
     if outcome.winner is None:
         raise SystemExit(1)
 
@@ -103,6 +113,7 @@ def _sweep(
     help="Trials at once on Ray (default: as many as the cluster's resources fit).",
 )
 @api_key_env_option
+@json_option
 def sweep(
     spec_path: str,
     db: str,
@@ -115,6 +126,7 @@ def sweep(
     address: str | None,
     max_in_flight: int | None,
     api_key_env: str | None,
+    json_out: bool,
 ) -> None:
     """Run every planned trial of SPEC_PATH and pick the fastest correct configuration."""
     _sweep(
@@ -129,6 +141,7 @@ def sweep(
         executor,
         address,
         max_in_flight,
+        json_out,
     )
 
 
@@ -145,6 +158,7 @@ def sweep(
     help="Reuse a server already on the pinned port if it serves the same model.",
 )
 @api_key_env_option
+@json_option
 def launch(
     spec_path: str,
     sets: tuple[str, ...],
@@ -152,9 +166,10 @@ def launch(
     runs_dir: str,
     adopt: bool,
     api_key_env: str | None,
+    json_out: bool,
 ) -> None:
     """Run one trial through readiness and checks, then keep the server up until Ctrl-C."""
-    console = Console()
+    console = Console(stderr=json_out)  # with --json, stdout holds the JSON line only
     spec = load_spec(spec_path)
     prep = prepare(spec)
     store = Store(db)
@@ -165,10 +180,14 @@ def launch(
         line = ProgressLine(spec)
         with Live(line, console=console, refresh_per_second=4):
             result, server = await launch_one(prep, store, config, options, line.update)
+        if not console.is_terminal:
+            console.line()  # a file or pipe gets Live's last frame without its line end
         if server is None or result.status is not Status.PASSED:
             why = result.failure.headline() if result.failure else result.status.value
             raise BringupError(f"the trial did not pass ({why}); see {result.log_path}.")
         print_live_server(console, result, server.url, server.pid)
+        if json_out:
+            click.echo(dumps(launch_json(result, server.url, server.pid)))
         console.print("serving; press Ctrl-C to stop")
         try:
             while server.process is None or server.process.poll() is None:
