@@ -49,6 +49,12 @@ class EngineNotInstalledError(EngineError):
     pass
 
 
+class TrialFailedError(BringupError):
+    """The trial ran and failed: a verdict on the configuration, not a user mistake."""
+
+    exit_code = 1
+
+
 class PortBusyError(BringupError):
     exit_code = 3
 

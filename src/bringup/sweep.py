@@ -62,6 +62,7 @@ class SweepOptions:
     executor: str | None = None  # local | ray (overrides plan.executor)
     address: str | None = None  # the Ray cluster (overrides plan.address)
     max_in_flight: int | None = None  # overrides plan.max_in_flight
+    keep_failed: bool = False  # launch: keep a failed trial's server up for inspection
 
 
 @dataclass
@@ -421,6 +422,7 @@ async def launch_one(
         PlannedTrial(full, purpose="explore", bench_scale=0.25),
         f"{run_id}-t001",
         keep_alive=True,
+        keep_failed=options.keep_failed,
     )
     store.finish_run(run_id, "done", trial.result.trial_id if trial.result.passed else None, [], [])
     return trial.result, trial.server

@@ -96,7 +96,12 @@ def _enter(ctx: TrialContext, result: TrialResult, stage: Stage, message: str = 
 
 
 async def run_trial(
-    ctx: TrialContext, planned: PlannedTrial, trial_id: str, *, keep_alive: bool = False
+    ctx: TrialContext,
+    planned: PlannedTrial,
+    trial_id: str,
+    *,
+    keep_alive: bool = False,
+    keep_failed: bool = False,
 ) -> TrialRun:
     spec, adapter = ctx.spec, ctx.adapter
     result = TrialResult(trial_id=trial_id, flags=dict(planned.config))
@@ -212,7 +217,9 @@ async def run_trial(
         if result.status is Status.RUNNING:
             result.status = Status.PASSED
             _enter(ctx, result, Stage.PASSED, "passed")
-        if keep_alive and result.passed:
+        # a failed server still running is kept only when asked, for inspection
+        alive = proc is None or proc.poll() is None
+        if keep_alive and (result.passed or (keep_failed and alive)):
             run.server = LiveServer(base_url, proc.pid if proc else None, proc, adopted)
         return run
     except asyncio.CancelledError:

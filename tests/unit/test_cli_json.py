@@ -169,3 +169,49 @@ def test_progress_without_a_terminal_keeps_every_finished_trial(tmp_path: Path) 
 
     assert shown(piped) == 18
     assert shown(tty) == 12
+
+
+def _failed_launch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep: bool, *extra: str
+) -> tuple[int, str, list[Any]]:
+    """``launch`` whose trial fails at the accuracy stage, its server kept only if asked."""
+    seen: list[Any] = []
+    trial = _passed("r-t001", "on", 40.0)
+    trial.fail(Stage.ACCURATE, Category.ACCURACY_REGRESSION, ["answers differ from the reference"])
+
+    async def launch_one(prep: Any, store: Any, config: Any, options: Any, *a: Any) -> Any:
+        seen.append(options.keep_failed)
+        if not options.keep_failed:
+            return trial, None
+        proc = EngineProcess([sys.executable, "-c", "pass"], tmp_path / "t.log")
+        return trial, LiveServer("http://127.0.0.1:5006", proc.pid, proc)
+
+    _prepared(monkeypatch)
+    monkeypatch.setattr(sweep_cmd, "launch_one", launch_one)
+    flags = ["--keep-failed"] if keep else []
+    res = CliRunner().invoke(
+        cli, ["launch", str(_spec(tmp_path)), "--db", str(tmp_path / "b.db"), *flags, *extra]
+    )
+    return res.exit_code, res.output, seen
+
+
+def test_a_failed_trial_exits_1_not_the_user_mistake_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, seen = _failed_launch(tmp_path, monkeypatch, keep=False)
+    assert seen == [False]
+    assert code == 1, out
+    assert "the trial did not pass" in out and "accuracy_regression" in out
+
+
+def test_keep_failed_shows_the_failed_server_and_still_exits_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, seen = _failed_launch(tmp_path, monkeypatch, True, "--json")
+    assert seen == [True]
+    assert code == 1, out
+    assert "Kept up for inspection" in out
+    line = next(t for t in out.splitlines() if t.startswith("{"))
+    got = json.loads(line)
+    assert got["url"] == "http://127.0.0.1:5006" and got["status"] == "failed"
+    assert got["category"] == "accuracy_regression"

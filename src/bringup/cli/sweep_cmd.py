@@ -14,7 +14,7 @@ from rich.text import Text
 from bringup.cli.jsonout import dumps, launch_json, sweep_json
 from bringup.cli.render import ProgressLine, print_live_server, print_outcome
 from bringup.cli.secrets_env import api_key_env_option, api_key_from_env
-from bringup.errors import BringupError
+from bringup.errors import BringupError, TrialFailedError
 from bringup.files import redact_file
 from bringup.secrets import secret_values
 from bringup.spec import Spec, load_spec, parse_set, parse_spec
@@ -157,6 +157,11 @@ def sweep(
     is_flag=True,
     help="Reuse a server already on the pinned port if it serves the same model.",
 )
+@click.option(
+    "--keep-failed",
+    is_flag=True,
+    help="Keep a failed trial's server up for inspection (until Ctrl-C); still exits 1.",
+)
 @api_key_env_option
 @json_option
 def launch(
@@ -165,6 +170,7 @@ def launch(
     db: str,
     runs_dir: str,
     adopt: bool,
+    keep_failed: bool,
     api_key_env: str | None,
     json_out: bool,
 ) -> None:
@@ -173,7 +179,12 @@ def launch(
     spec = load_spec(spec_path)
     prep = prepare(spec)
     store = Store(db)
-    options = SweepOptions(runs_dir=runs_dir, adopt=adopt, api_key=api_key_from_env(api_key_env))
+    options = SweepOptions(
+        runs_dir=runs_dir,
+        adopt=adopt,
+        api_key=api_key_from_env(api_key_env),
+        keep_failed=keep_failed,
+    )
     config = parse_set(list(sets))
 
     async def main() -> None:
@@ -182,9 +193,12 @@ def launch(
             result, server = await launch_one(prep, store, config, options, line.update)
         if not console.is_terminal:
             console.line()  # a file or pipe gets Live's last frame without its line end
-        if server is None or result.status is not Status.PASSED:
-            why = result.failure.headline() if result.failure else result.status.value
-            raise BringupError(f"the trial did not pass ({why}); see {result.log_path}.")
+        why = result.failure.headline() if result.failure else result.status.value
+        failed = f"the trial did not pass ({why}); see {result.log_path}."
+        if server is None:
+            raise TrialFailedError(failed)
+        if result.status is not Status.PASSED:
+            console.print(Text(printable(f"{failed} Kept up for inspection."), "bold red"))
         print_live_server(console, result, server.url, server.pid)
         if json_out:
             click.echo(dumps(launch_json(result, server.url, server.pid)))
@@ -192,6 +206,8 @@ def launch(
         try:
             while server.process is None or server.process.poll() is None:
                 await asyncio.sleep(0.5)
+            if result.status is not Status.PASSED:
+                raise TrialFailedError(failed)
             raise BringupError(f"the server exited on its own; see {result.log_path}.")
         finally:
             if server.process is not None:
