@@ -2,20 +2,15 @@
 ``ray start`` on this machine, each offering one ``sim_gpu`` (a custom resource standing in
 for a GPU), sweeping the simulated engine two trials at a time.
 
-Each node runs under ``ray start --block`` in a process group of its own; teardown signals
-that group (never ``ray stop``, which ends every Ray process on the machine).
+The cluster is :class:`bringup.testing.raycluster.LocalRayCluster`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import os
 import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,96 +19,26 @@ import pytest
 
 from bringup.store import Store
 from bringup.sweep import SweepOptions, prepare, run_sweep
+from bringup.testing.raycluster import LocalRayCluster
 from bringup.verdict import Status
 
 from .conftest import example_spec, world_verdict
 
 ray = pytest.importorskip("ray")
-RAY = str(Path(sys.executable).with_name("ray"))
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            [RAY, "start", "--block", "--disable-usage-stats", *args],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
-
-
-def _nodes_alive(address: str, want: int, timeout_s: float) -> None:
-    probe = (
-        "import ray, sys; ray.init(address=sys.argv[1], log_to_driver=False);"
-        "print(sum(1 for n in ray.nodes() if n['Alive']))"
-    )
-    deadline = time.monotonic() + timeout_s
-    seen = ""
-    while time.monotonic() < deadline:
-        out = subprocess.run(
-            [sys.executable, "-c", probe, address], capture_output=True, text=True, timeout=120
-        )
-        seen = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr[-300:]
-        if seen == str(want):
-            return
-        time.sleep(2)
-    raise AssertionError(f"the local Ray cluster did not reach {want} nodes: {seen}")
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[Path]]]:
     logs = tmp_path_factory.mktemp("ray")
-    port = _free_port()
-    address = f"127.0.0.1:{port}"
-    common = ["--num-cpus", "1", "--resources", json.dumps({"sim_gpu": 1})]
-    head = _start(
-        [
-            "--head",
-            "--node-ip-address",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--include-dashboard",
-            "false",
-            *common,
-        ],
-        logs / "head.log",
-    )
-    procs = [head]
+    local = LocalRayCluster(logs)
     try:
-        _nodes_alive(address, 1, 180)
-        procs.append(
-            _start(
-                ["--address", address, "--node-ip-address", "127.0.0.1", *common],
-                logs / "worker.log",
-            )
-        )
-        _nodes_alive(address, 2, 180)
-        yield address, [logs / "head.log", logs / "worker.log"]
+        local.start(nodes=2, resources={"sim_gpu": 1})
+        yield local.address, [logs / "head.log", logs / "node1.log"]
     finally:
         if ray.is_initialized():
             ray.shutdown()
-        for proc in reversed(procs):
-            _stop(proc)
+        local.stop()
 
 
 def test_sweep_runs_two_at_a_time_on_two_nodes_with_the_local_verdicts(
