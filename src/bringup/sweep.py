@@ -93,13 +93,19 @@ def prepare(spec: Spec) -> PreparedSpec:
         spec.model.path = str(resolve_builtin(spec.model.builtin))
     adapter.check_model(spec)
     preflight(spec, adapter.locate(spec))
+    version, finger = engine_fingerprint(spec, adapter)
+    return PreparedSpec(spec, adapter, version, finger, fp.fingerprint_key(finger))
+
+
+def engine_fingerprint(spec: Spec, adapter: EngineAdapter) -> tuple[str, dict[str, Any]]:
+    """The engine's version and this machine's fingerprint for it (also taken on each node
+    a placing executor runs a trial on)."""
     info = adapter.info(spec)
-    model = spec.model.path
-    finger = fp.collect(adapter.name, info.version, model)
+    finger = fp.collect(adapter.name, info.version, spec.model.path)
     finger["engine_details"] = {k: v for k, v in info.details.items() if k != "binary"}
     # a rebuilt engine may report the same version string: its executable's content cannot
     finger["engine_sha256"] = fp.executable_sha256(adapter.locate(spec)[0])
-    return PreparedSpec(spec, adapter, info.version, finger, fp.fingerprint_key(finger))
+    return info.version, finger
 
 
 @dataclass

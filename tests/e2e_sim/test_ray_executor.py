@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from bringup.store import Store
@@ -109,7 +110,6 @@ def test_a_killed_worker_interrupts_its_trial_and_the_trial_runs_again(
 
 def _parent_pid(pid: int) -> int | None:
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        return psutil.Process(pid).ppid()
+    except psutil.Error:
         return None
-    return int(stat.rsplit(")", 1)[1].split()[1])

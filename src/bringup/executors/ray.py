@@ -83,17 +83,6 @@ class _Placed:
     fingerprint_key: str
 
 
-def _node_fingerprint(spec: Spec, adapter: EngineAdapter) -> tuple[str, dict[str, Any]]:
-    # the same facts the driver's prepare() takes, read on this node
-    from bringup import fingerprint as fp
-
-    info = adapter.info(spec)
-    finger = fp.collect(adapter.name, info.version, spec.model.path)
-    finger["engine_details"] = {k: v for k, v in info.details.items() if k != "binary"}
-    finger["engine_sha256"] = fp.executable_sha256(adapter.locate(spec)[0])
-    return fp.fingerprint_key(finger), finger
-
-
 def _remote_trial(
     spec: Spec,
     planned: PlannedTrial,
@@ -109,11 +98,14 @@ def _remote_trial(
 ) -> tuple[str, dict[str, Any] | None, str | None, _Placed]:
     """Run on the node Ray placed it: the trial, start to teardown. Returns the result as
     JSON, the reference answers it collected, the trial it reused (if any) and the node."""
+    from bringup import fingerprint as fp
     from bringup.engines.registry import get_engine
+    from bringup.sweep import engine_fingerprint
     from bringup.trial import TrialContext, run_trial
 
     adapter = get_engine(spec.engine.name)
-    key, finger = _node_fingerprint(spec, adapter)
+    _version, finger = engine_fingerprint(spec, adapter)
+    key = fp.fingerprint_key(finger)
     placed = _Placed(_node_name(), finger, key)
     if key in decided:
         return decided[key], None, "reused", placed
