@@ -153,8 +153,8 @@ class ChecksSpec(_Section):
 class ResourcesSpec(_Section):
     """What one trial needs where it runs (read by executors that place trials: ray)."""
 
-    # accelerators per trial; unset: the product of the trial's tensor/pipeline-parallel
-    # flags where it has them, else one where the cluster has the resource, else none
+    # accelerators per trial; unset: what the engine's parallelism flags occupy (read by
+    # its adapter) where above one, else one where the cluster has the resource, else none
     gpus: float | None = Field(default=None, ge=0)
     resource: str = "GPU"  # Ray's GPU resource; a custom one stands in for GPUs in tests
     gpu_type: str | None = None  # Ray accelerator_type, e.g. "H100": place only there

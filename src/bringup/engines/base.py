@@ -117,6 +117,11 @@ class EngineAdapter:
         """Flags or values the installed engine would refuse (checked before launch)."""
         return []
 
+    def gpus_for(self, spec: Spec, flags: Mapping[str, FlagValue]) -> int:
+        """Accelerators one launch with ``flags`` (over ``launch.args``) occupies: what its
+        parallelism flags multiply to, read as the engine parses them. One by default."""
+        return 1
+
     def health_state(self, status: int, body: bytes) -> HealthState:
         if status == 200:
             return HealthState.READY

@@ -171,17 +171,25 @@ class PythonEngineAdapter(EngineAdapter):
         self._table_cache = table
         return table
 
+    def launch_config(self, spec: Spec, flags: Mapping[str, FlagValue]) -> Config:
+        """``launch.args`` (read with each flag's arity from the engine's help) under the
+        trial's flags, as the engine's parser will see them."""
+        table = self._table_cache or self.flag_table(spec)
+        return {**args_to_config(table, spec.launch.args), **self.normalize_flags(flags)}
+
+    def gpus_for(self, spec: Spec, flags: Mapping[str, FlagValue]) -> int:
+        return self.gpus_needed(self.canonical(self.launch_config(spec, flags)))
+
     def check_flags(self, spec: Spec, flags: Mapping[str, FlagValue]) -> list[FlagProblem]:
-        table = self.flag_table(spec)
-        config = {**args_to_config(table, spec.launch.args), **self.normalize_flags(flags)}
-        problems = check_config(table, config, self.name)
+        config = self.launch_config(spec, flags)
+        problems = check_config(self.flag_table(spec), config, self.name)
         problems += check_env(self.name, {**spec.engine.env, **spec.launch.env})
         problems += self.extra_checks(spec, config)
         return problems
 
     def extra_checks(self, spec: Spec, config: Mapping[str, FlagValue]) -> list[FlagProblem]:
         """Engine-specific refusals beyond the help text (GPU count by default)."""
-        need = self.gpus_needed(self.canonical(config))
+        need = self.gpus_needed(self.canonical(config))  # config: from launch_config
         if spec.engine.gpus is not None and need > len(spec.engine.gpus):
             return [
                 FlagProblem(

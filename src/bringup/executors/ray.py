@@ -34,9 +34,6 @@ from bringup.spec import Config, Spec
 from bringup.store import Store
 from bringup.verdict import Stage, Status, TrialResult
 
-# tensor/pipeline-parallel flags of the engines: a trial needs their product of GPUs
-_TP_FLAGS = ("--tensor-parallel-size", "-tp", "--tp-size", "--tp", "--tensor_parallel_size")
-_PP_FLAGS = ("--pipeline-parallel-size", "-pp", "--pp-size", "--pp")
 LOST_RETRIES = 2  # a trial whose worker or node died is sent again at most this often
 POLL_S = 0.25  # how often the driver drains stage changes
 CANCEL_GRACE_S = 8.0  # a cancelled task's teardown, before it is force-killed
@@ -52,23 +49,14 @@ def _ray() -> Any:
     return ray
 
 
-def _parallel(config: Config, names: tuple[str, ...]) -> int:
-    for name in names:
-        if name in config:
-            try:
-                return max(1, int(config[name]))
-            except (TypeError, ValueError):
-                return 1
-    return 1
-
-
-def gpus_for(spec: Spec, config: Config, cluster_has_resource: bool) -> float:
-    """Accelerators one trial needs: the spec's, else what its parallel flags multiply to."""
+def gpus_for(
+    spec: Spec, adapter: EngineAdapter, config: Config, cluster_has_resource: bool
+) -> float:
+    """Accelerators one trial needs: the spec's, else what the engine's parallelism flags
+    multiply to (read by its adapter, which knows each flag's spelling and arity)."""
     if spec.resources.gpus is not None:
         return spec.resources.gpus
-    merged: Config = dict(zip(spec.launch.args[::2], spec.launch.args[1::2], strict=False))
-    merged.update(config)
-    n = _parallel(merged, _TP_FLAGS) * _parallel(merged, _PP_FLAGS)
+    n = adapter.gpus_for(spec, config)
     if n > 1:
         return float(n)
     return 1.0 if cluster_has_resource else 0.0
@@ -193,7 +181,7 @@ class RayExecutor:
         self._has_resource = total > 0
         if self.max_in_flight is not None:
             return self.max_in_flight
-        per = gpus_for(self.spec, self.spec.reference_config(), self._has_resource)
+        per = gpus_for(self.spec, self.adapter, self.spec.reference_config(), self._has_resource)
         if per > 0:
             if total < per:
                 raise SpecError(
@@ -210,7 +198,7 @@ class RayExecutor:
 
     def _options(self, config: Config) -> dict[str, Any]:
         res = self.spec.resources
-        n = gpus_for(self.spec, config, self._has_resource)
+        n = gpus_for(self.spec, self.adapter, config, self._has_resource)
         opts: dict[str, Any] = {"num_cpus": res.cpus}
         if n > 0:
             if res.resource == "GPU":
