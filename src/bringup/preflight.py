@@ -43,7 +43,7 @@ def _size(word: str) -> int:
 def _check_sizes(spec: Spec, prefix: list[str]) -> None:
     env = spec.engine.env | spec.launch.env
     named: list[tuple[str, str]] = [("launch.args", a) for a in spec.launch.args]
-    named += [(f"space[{flag!r}]", str(v)) for flag, vs in spec.space.items() for v in vs]
+    named += [(f"space[{flag!r}]", str(v)) for flag, vs in spec.axes().items() for v in vs]
     named += [(f"reference[{flag!r}]", str(v)) for flag, v in spec.reference.items()]
     named += [(f"the environment variable {k}", f"{k}={v}") for k, v in env.items()]
     for where, word in named:
@@ -53,7 +53,7 @@ def _check_sizes(spec: Spec, prefix: list[str]) -> None:
                 f"{MAX_ARG_STRLEN // 1024} KiB per argument: pass it in a file instead."
             )
     longest = sum(_size(w) for w in [*prefix, *spec.launch.args])
-    longest += sum(max(_size(str(v)) for v in vs) + _size(f) for f, vs in spec.space.items())
+    longest += sum(max(_size(str(v)) for v in vs) + _size(f) for f, vs in spec.axes().items())
     longest += sum(_size(f"{k}={v}") for k, v in (os.environ | env).items())
     limit = os.sysconf("SC_ARG_MAX") if hasattr(os, "sysconf") else 2 * 1024 * 1024
     if longest > limit:

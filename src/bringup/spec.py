@@ -3,6 +3,10 @@
 The spec names the engine, the model, the fixed launch flags, the searched space, the
 conservative reference configuration, the benchmark and the objective. Flag names are the
 engine's own. Errors name the file, the line and the field.
+
+The configurations searched are the product of the ``[space]`` axes, then each explicit
+``[[candidates]]`` flag set not already among them (either may be absent); ``[plan].exclude``
+is applied to both by every planner (:class:`bringup.plan.space.SearchSpace`).
 """
 
 from __future__ import annotations
@@ -180,6 +184,7 @@ class Spec(_Section):
     model: ModelSpec
     launch: LaunchSpec = Field(default_factory=LaunchSpec)
     space: dict[str, list[FlagValue]] = Field(default_factory=dict)
+    candidates: list[Config] = Field(default_factory=list)  # explicit flag sets, [[candidates]]
     reference: Config = Field(default_factory=dict)
     bench: BenchSpec = Field(default_factory=BenchSpec)
     objective: ObjectiveSpec = Field(default_factory=ObjectiveSpec)
@@ -201,12 +206,43 @@ class Spec(_Section):
                 raise ValueError(f"space[{flag!r}] has no values")
         return v
 
+    @field_validator("candidates")
+    @classmethod
+    def _check_candidates(cls, v: list[Config]) -> list[Config]:
+        for i, flags in enumerate(v):
+            for flag in flags:
+                if not flag.startswith("-"):
+                    raise ValueError(
+                        f"candidates[{i}] key {flag!r} must be an engine flag such as '--{flag}'"
+                    )
+        return v
+
     def configs(self) -> list[Config]:
-        """Every combination of the space, in spec order (the grid)."""
+        """Every combination of the space in spec order (the grid), then each listed
+        candidate set that is not one of them; exclusions are the planner's to apply."""
         keys = list(self.space)
-        return [
+        grid = [
             dict(zip(keys, combo, strict=True)) for combo in itertools.product(*self.space.values())
         ]
+        if self.candidates and not self.space:
+            grid = []  # the empty product is one empty configuration: not a listed one
+        seen = {_identity(c) for c in grid}
+        for flags in self.candidates:
+            if _identity(flags) not in seen:
+                seen.add(_identity(flags))
+                grid.append(dict(flags))
+        return grid
+
+    def axes(self) -> dict[str, list[FlagValue]]:
+        """Each searched flag with its values: the ``[space]`` axes, then the values the
+        ``[[candidates]]`` sets give (flags only candidates name come after the axes)."""
+        out = {flag: list(values) for flag, values in self.space.items()}
+        for flags in self.candidates:
+            for flag, value in flags.items():
+                values = out.setdefault(flag, [])
+                if not any(_identity({flag: v}) == _identity({flag: value}) for v in values):
+                    values.append(value)
+        return out
 
     def reference_config(self) -> Config:
         """The reference completed with each axis's first value where it names none."""
@@ -229,6 +265,7 @@ class Spec(_Section):
                 if is_secret_name(flag):
                     axes[flag] = [MASK] * len(values)
         data["reference"] = redact_flags(data["reference"])
+        data["candidates"] = [redact_flags(c) for c in data["candidates"]]
         data["plan"]["exclude"] = [redact_flags(e) for e in data["plan"]["exclude"]]
         return json.dumps(data)
 
@@ -237,7 +274,7 @@ class Spec(_Section):
         from bringup.secrets import flag_secret_values, secret_values
 
         found = secret_values(self.launch.args, self.engine.env | self.launch.env)
-        for flag, values in self.space.items():
+        for flag, values in self.axes().items():
             for value in values:
                 found += flag_secret_values({flag: value})
         return found + flag_secret_values(self.reference)
@@ -245,6 +282,14 @@ class Spec(_Section):
     def digest(self) -> str:
         payload = self.model_dump_json(exclude={"source", "source_text"})
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def _identity(config: Config) -> tuple[tuple[str, str], ...]:
+    """Order-free identity of a flag set by its values' text (``8`` and ``8.0`` agree); the
+    planners' own is :func:`bringup.plan.space.flags_key`, which this matches."""
+    from bringup.plan.space import flags_key
+
+    return flags_key(config)
 
 
 def _line_of(text: str, loc: tuple[int | str, ...]) -> int | None:

@@ -81,7 +81,8 @@ class ProgressLine:
 
 
 def _flags(flags: dict[str, Any], spec: Spec) -> str:
-    shown = [f"{k}={MASK if is_secret_name(k) else v}" for k, v in flags.items() if k in spec.space]
+    axes = spec.axes()
+    shown = [f"{k}={MASK if is_secret_name(k) else v}" for k, v in flags.items() if k in axes]
     return printable(" ".join(shown) or "(reference)")
 
 
@@ -92,7 +93,7 @@ def flag_legend(spec: Spec) -> dict[str, str]:
     whole. The table prints the legend, so the short names stay readable at 80 columns.
     """
     legend: dict[str, str] = {}
-    for flag in spec.space:
+    for flag in spec.axes():
         words = [w for w in re.split(r"[-_.]+", flag.lstrip("-")) if w]
         short = "".join(w[0] for w in words) or flag
         if short in legend.values():

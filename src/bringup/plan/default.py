@@ -54,9 +54,9 @@ class DefaultPlanner(SweepPlanner):
     def steps(self) -> PlanSteps:
         self._space = SearchSpace(self.spec)
         self._metric, self._larger = objective_name(self.spec)
-        self._model = EffectModel(list(self.spec.space))
+        self._model = EffectModel(list(self.spec.axes()))
         self._req_models = {
-            req: EffectModel(list(self.spec.space)) for req in self.spec.objective.require
+            req: EffectModel(list(self.spec.axes())) for req in self.spec.objective.require
         }
         self._pruned_keys: set[Any] = set()
         self._tried_keys: set[Any] = set()

@@ -1,5 +1,8 @@
 """The searched space as planners see it: candidates, departures, maturity and memory order.
 
+Every planner takes its configurations from :class:`SearchSpace`: the spec's grid and
+``[[candidates]]`` less what ``[plan].exclude`` rules out (``excluded``, to report as pruned).
+
 A configuration's *departures* are the flags where it differs from the reference; its
 *risk* is how many there are, then how immature its values are (the spec's ``[plan].order``
 lists each flag's values most mature first; without one, the ``[space]`` order is used).
@@ -65,9 +68,11 @@ class SearchSpace:
     reference: Config = field(init=False)
     candidates: list[Config] = field(init=False)
     excluded: list[Config] = field(init=False)
+    _axes: dict[str, list[FlagValue]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.reference = self.spec.reference_config()
+        self._axes = self.spec.axes()
         self.candidates = []
         self.excluded = []
         for config in self.spec.configs():
@@ -85,7 +90,7 @@ class SearchSpace:
 
     def maturity(self, flag: str, value: Any) -> int:
         """0 for the most mature value of a flag; larger is less proven."""
-        order = self.spec.plan.order.get(flag) or self.spec.space.get(flag, [])
+        order = self.spec.plan.order.get(flag) or self._axes.get(flag, [])
         for i, v in enumerate(order):
             if same_value(v, value):
                 return i
@@ -115,4 +120,4 @@ class SearchSpace:
         return numeric(value)
 
     def values(self, flag: str) -> list[FlagValue]:
-        return list(self.spec.space.get(flag, []))
+        return list(self._axes.get(flag, []))

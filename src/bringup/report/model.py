@@ -171,7 +171,7 @@ def load_report(store: Store, ref: str | None = None) -> RunReport:
     return RunReport(
         run=_scrub(run, secrets),
         trials=trials,
-        axes={str(k): list(v) for k, v in (spec.get("space") or {}).items()},
+        axes=_axes(spec),
         objective=objective,
         larger_is_better=larger,
         winner=by_id.get(run.get("winner_trial") or ""),
@@ -179,3 +179,14 @@ def load_report(store: Store, ref: str | None = None) -> RunReport:
         fingerprint=dict(run.get("fingerprint") or {}),
         counts=dict(counts),
     )
+
+
+def _axes(spec: dict[str, Any]) -> dict[str, list[Any]]:
+    """The searched flags of a stored spec: its axes, then its candidate sets' values."""
+    axes = {str(k): list(v) for k, v in (spec.get("space") or {}).items()}
+    for flags in spec.get("candidates") or []:
+        for flag, value in (flags or {}).items():
+            values = axes.setdefault(str(flag), [])
+            if value not in values:
+                values.append(value)
+    return axes
