@@ -163,13 +163,19 @@ class ResourcesSpec(_Section):
     resource: str = "GPU"  # Ray's GPU resource; a custom one stands in for GPUs in tests
     gpu_type: str | None = None  # Ray accelerator_type, e.g. "H100": place only there
     cpus: float = Field(default=1.0, gt=0)
+    # trials side by side on one device (local max_in_flight > 1, or other bringup sweeps
+    # on the same GPU): start-ups overlap, checks, benchmarks and memory releases take
+    # turns (server.devicelock). None: on when the local executor runs more than one
+    shared_device: bool | None = None
+    lock_dir: str | None = None  # where the turns' lock files live; shared by every sweep
 
 
 class PlanSpec(_Section):
     planner: str = "default"
     executor: Literal["local", "ray"] = "local"
     address: str | None = None  # the Ray cluster (else RAY_ADDRESS, else a local one)
-    max_in_flight: int | None = Field(default=None, ge=1)  # else what the cluster fits
+    # trials at once; local: 1 unless set (see resources.shared_device), ray: what fits
+    max_in_flight: int | None = Field(default=None, ge=1)
     max_trials: int | None = Field(default=None, ge=1)
     max_wall_s: float | None = Field(default=None, gt=0)
     repeat_top: int = Field(default=0, ge=0)

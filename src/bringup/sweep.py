@@ -187,7 +187,7 @@ ExecutorFactory = Callable[[RunRecorder, SweepOptions], Executor]
 
 
 def local_executor(rec: RunRecorder, options: SweepOptions) -> Executor:
-    """The default: one trial at a time on this machine."""
+    """The default: on this machine, one trial at a time unless max_in_flight says more."""
     return LocalExecutor(
         rec.prep.spec,
         rec.prep.adapter,
@@ -197,6 +197,7 @@ def local_executor(rec: RunRecorder, options: SweepOptions) -> Executor:
         rec.prep.fingerprint_key,
         adopt=options.adopt,
         api_key=options.api_key,
+        max_in_flight=options.max_in_flight or rec.prep.spec.plan.max_in_flight or 1,
     )
 
 

@@ -35,6 +35,7 @@ from bringup.files import redact_file
 from bringup.http import OpenAIClient, RequestError
 from bringup.plan.base import PlannedTrial
 from bringup.secrets import flag_secret_values, secret_values
+from bringup.server.devicelock import DeviceLocks, Held, Turn
 from bringup.server.identity import verify_identity
 from bringup.server.ports import free_port, inspect_occupant
 from bringup.server.process import EngineProcess, describe_exit
@@ -69,6 +70,9 @@ class TrialContext:
     # single-request decode rate measured on the reference: sets the checks' request timeout
     decode_tok_s: float | None = None
     timeout_scale: float = 1.0  # a retry after a slow response waits proportionally longer
+    # trials side by side on one device: start-ups overlap, checks and benchmarks and
+    # memory releases take turns (server.devicelock); None: this trial is alone
+    device: DeviceLocks | None = None
 
 
 @dataclass
@@ -151,8 +155,10 @@ async def run_trial(
     result.host, result.port, result.health_path = host, port, adapter.health_path_for(spec)
     base_url = f"http://{host}:{port}"
 
+    start_hold: Held | None = None
     try:
         if not adopted:
+            start_hold = await _device_turn(ctx, result, "starting")
             argv = adapter.build_command(spec, planned.config, host, port)
             result.command = argv
             log_path = ctx.run_dir / f"{trial_id}.log"
@@ -183,6 +189,8 @@ async def run_trial(
                 ready_pattern=adapter.ready_pattern_for(spec),
             )
             result.timings["ready_s"] = round(outcome.elapsed_s, 3)
+            if start_hold is not None:
+                start_hold.release()
             if not outcome.ready:
                 assert outcome.failure is not None
                 result.fail_with(outcome.failure)
@@ -203,12 +211,16 @@ async def run_trial(
             result.chosen = adapter.chosen(log_path.read_text(errors="replace"))
             result.chosen.update(await _chosen_from_info(adapter, base_url))
 
+        measure_hold = await _device_turn(ctx, result, "measuring")
         try:
             await _checks_and_bench(ctx, planned, run, base_url)
         except (RequestError, aiohttp.ClientError, TimeoutError) as exc:
             # a server that stops answering mid-trial is a verdict, never an abort
             what = f"request failed during the {result.stage.value} stage: {exc or 'timed out'}"
             await _no_answer(result, proc, adapter, what, [what])
+        finally:
+            if measure_hold is not None:
+                measure_hold.release()
         if proc is not None and proc.poll() is not None and not _blames_exit(result):
             # errors under load, wrong answers... from an engine that died: the death decides
             _engine_died(result, proc, adapter)
@@ -228,9 +240,17 @@ async def run_trial(
     finally:
         result.timings["total"] = round(time.monotonic() - trial_start, 3)
         result.contention["trial"] = meter.stop()  # before teardown: the engine still counts
+        if start_hold is not None:
+            start_hold.release()
         if proc is not None and run.server is None:
             interrupted = result.status is Status.INTERRUPTED
-            proc.stop(INTERRUPT_GRACE_S if interrupted else spec.launch.stop_grace_s)
+            # an interrupted sweep stops at once; otherwise memory is freed between start-ups
+            release = None if interrupted else await _device_turn(ctx, result, "releasing")
+            try:
+                proc.stop(INTERRUPT_GRACE_S if interrupted else spec.launch.stop_grace_s)
+            finally:
+                if release is not None:
+                    release.release()
             ctx.on_process(proc, False)
             # an engine may echo its own command line: no secret stays in the kept log
             redact_file(proc.log_path, _secrets_of(proc, spec, planned))
@@ -239,6 +259,26 @@ async def run_trial(
                 text = Path(result.log_path).read_text(errors="replace")
                 result.chosen = result.chosen or adapter.chosen(text)
         ctx.on_stage(result, result.stage, "done")
+
+
+_WAITING: dict[Turn, str] = {
+    "starting": "waiting to start: another trial is freeing device memory",
+    "measuring": "waiting for the device: another trial is being checked or measured",
+    "releasing": "waiting to stop: another trial is starting on this device",
+}
+
+
+async def _device_turn(ctx: TrialContext, result: TrialResult, turn: Turn) -> Held | None:
+    """This trial's turn on a shared device (None when it has the device to itself)."""
+    if ctx.device is None:
+        return None
+    held = await ctx.device.turn(
+        turn, on_wait=lambda: ctx.on_stage(result, result.stage, _WAITING[turn])
+    )
+    if held.waited_s > 0:
+        key = f"device_wait_{turn}_s"
+        result.timings[key] = round(result.timings.get(key, 0.0) + held.waited_s, 3)
+    return held
 
 
 def _secrets_of(proc: EngineProcess, spec: Spec, planned: PlannedTrial) -> list[str]:

@@ -105,3 +105,16 @@ def test_bench_names_a_dead_or_malformed_url_before_any_load(url: str, says: str
     assert code == 2
     assert says in out and "Traceback" not in out
     assert "out tok/s" not in out  # no empty results table
+
+
+def test_a_pinned_port_with_trials_side_by_side_is_one_sentence_and_records_nothing(
+    tmp_path: Path,
+) -> None:
+    p = _write(tmp_path)
+    p.write_text(p.read_text() + "[launch]\nport = 18124\n")
+    db = tmp_path / "b.db"
+    code, out = _run("sweep", str(p), "--db", str(db), "--max-in-flight", "2")
+    assert code == 2
+    assert "pins one port" in out and "max_in_flight = 1" in out
+    assert "Traceback" not in out
+    assert not db.exists() or not Store(db).trials()

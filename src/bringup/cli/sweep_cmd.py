@@ -15,6 +15,7 @@ from bringup.cli.jsonout import dumps, launch_json, sweep_json
 from bringup.cli.render import ProgressLine, print_live_server, print_outcome
 from bringup.cli.secrets_env import api_key_env_option, api_key_from_env
 from bringup.errors import BringupError, TrialFailedError
+from bringup.executors.local import check_local_concurrency
 from bringup.files import redact_file
 from bringup.secrets import secret_values
 from bringup.spec import Spec, load_spec, parse_set, parse_spec
@@ -52,6 +53,8 @@ def _sweep(
     json_out: bool = False,
 ) -> None:
     console = Console(stderr=json_out)  # with --json, stdout holds the JSON object only
+    if (executor or spec.plan.executor) == "local":
+        check_local_concurrency(spec, max_in_flight)  # before anything is recorded
     prep = prepare(spec)
     store = Store(db)
     options = SweepOptions(

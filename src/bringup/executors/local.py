@@ -1,4 +1,6 @@
-"""The local executor: one trial at a time, on this machine, beside the store.
+"""The local executor: trials on this machine, beside the store; one at a time unless
+``[plan] max_in_flight`` asks for more, which then share the device by turns
+(:mod:`bringup.server.devicelock`).
 
 A job that may reuse a verdict gets the latest decided trial of the same launch and
 fingerprint from the store instead of a launch (a re-run sweep resumes where it stopped).
@@ -14,10 +16,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bringup.engines.base import EngineAdapter
+from bringup.errors import SpecError
 from bringup.executors.base import TrialDone, TrialJob, abort_if_port_busy
+from bringup.server.devicelock import DeviceLocks
 from bringup.spec import Spec
 from bringup.store import Store, launched
 from bringup.trial import TrialContext, run_trial
+
+
+def check_local_concurrency(spec: Spec, max_in_flight: int | None) -> None:
+    """Trials side by side need a port each: a pinned port allows one at a time."""
+    n = max_in_flight or spec.plan.max_in_flight or 1
+    if n > 1 and spec.launch.port is not None:
+        raise SpecError(
+            f"[launch] port = {spec.launch.port} pins one port, so trials cannot run {n} at a"
+            " time: remove the port or set max_in_flight = 1"
+        )
 
 
 @dataclass
@@ -30,11 +44,19 @@ class LocalExecutor:
     fingerprint_key: str
     adopt: bool = False
     api_key: str | None = None
+    max_in_flight: int = 1
+    device: DeviceLocks | None = None
+
+    def __post_init__(self) -> None:
+        check_local_concurrency(self.spec, self.max_in_flight)
+        shared = self.spec.resources.shared_device
+        if shared or (shared is None and self.max_in_flight > 1):
+            lock_dir = self.spec.resources.lock_dir
+            self.device = DeviceLocks(Path(lock_dir).expanduser()) if lock_dir else DeviceLocks()
 
     @property
     def capacity(self) -> int:
-        # trials here share the machine's accelerators and, often, a pinned port
-        return 1
+        return self.max_in_flight
 
     async def run(self, job: TrialJob) -> TrialDone:
         if job.may_reuse:
@@ -58,6 +80,7 @@ class LocalExecutor:
             on_process=launched.tracker(self.store, self.run_id, job.trial_id),
             decode_tok_s=job.decode_tok_s,
             timeout_scale=job.planned.timeout_scale,
+            device=self.device,
         )
         try:
             trial = await run_trial(ctx, job.planned, job.trial_id)
