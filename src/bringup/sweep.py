@@ -24,6 +24,7 @@ from bringup.checks import ReferenceAnswers
 from bringup.engines.base import EngineAdapter
 from bringup.engines.registry import get_engine
 from bringup.executors import Executor, LocalExecutor, TrialDone, TrialJob
+from bringup.executors.local import device_turns
 from bringup.plan import Budget, PlannedTrial, ReferenceFirst, SweepPlanner, make_planner
 from bringup.plan.base import FIRST_LOOK
 from bringup.plan.retry import RetryTransient
@@ -423,6 +424,7 @@ async def launch_one(
         api_key=options.api_key,
         benchmark=False,
         on_process=launched_record.tracker(store, run_id, f"{run_id}-t001"),
+        device=device_turns(spec),
     )
     trial = await run_trial(
         ctx,

@@ -34,6 +34,15 @@ def check_local_concurrency(spec: Spec, max_in_flight: int | None) -> None:
         )
 
 
+def device_turns(spec: Spec, in_flight: int = 1) -> DeviceLocks | None:
+    """The turns on a shared device, when trials share it (``[resources] shared_device``)."""
+    shared = spec.resources.shared_device
+    if not (shared or (shared is None and in_flight > 1)):
+        return None
+    lock_dir = spec.resources.lock_dir
+    return DeviceLocks(Path(lock_dir).expanduser()) if lock_dir else DeviceLocks()
+
+
 @dataclass
 class LocalExecutor:
     spec: Spec
@@ -49,10 +58,7 @@ class LocalExecutor:
 
     def __post_init__(self) -> None:
         check_local_concurrency(self.spec, self.max_in_flight)
-        shared = self.spec.resources.shared_device
-        if shared or (shared is None and self.max_in_flight > 1):
-            lock_dir = self.spec.resources.lock_dir
-            self.device = DeviceLocks(Path(lock_dir).expanduser()) if lock_dir else DeviceLocks()
+        self.device = device_turns(self.spec, self.max_in_flight)
 
     @property
     def capacity(self) -> int:

@@ -20,6 +20,7 @@ import aiohttp
 
 from bringup.engines.registry import adapters, get_engine
 from bringup.errors import BringupError, SpecError
+from bringup.executors.local import device_turns
 from bringup.http import open_session
 from bringup.spec import Config, Spec
 from bringup.store import Store
@@ -89,6 +90,10 @@ async def capture(
         )
     model = adapter.served_model(spec) or ""
     since = time.time()
+    # on a shared device (``[resources] shared_device``) the traced window is a measurement:
+    # it waits for its turn, and the engine is stopped between other engines' start-ups
+    device = device_turns(spec)
+    measuring = await device.turn("measuring") if device else None
     try:
         async with open_session(timeout_s=300) as session:
             stop = asyncio.Event()
@@ -104,10 +109,19 @@ async def capture(
             for task in load:
                 task.cancel()
             await asyncio.gather(*load, return_exceptions=True)
+        if measuring is not None:
+            measuring.release()
         trace = await _wait_trace(Path(endpoints.output_dir), endpoints.trace_glob, since)
     finally:
+        if measuring is not None:
+            measuring.release()
         if server.process is not None:
-            server.process.stop(spec.launch.stop_grace_s)
+            releasing = await device.turn("releasing") if device else None
+            try:
+                server.process.stop(spec.launch.stop_grace_s)
+            finally:
+                if releasing is not None:
+                    releasing.release()
     if trace is None:
         raise BringupError(f"no trace appeared in {endpoints.output_dir} ({endpoints.note}).")
     return trace
