@@ -35,7 +35,12 @@ case "${1:?add PIECE_DIR | unpack}" in
     ;;
   sweep)  # in the background, about 15 minutes: poll $V/out/sweep/sweep.log and DONE
     mkdir -p "$V/out/sweep"
-    REPO=$V/repo setsid nohup bash "$V/scripts/run-sweep.sh" "$V/out/sweep" \
-      > "$V/out/sweep.nohup" 2>&1 < /dev/null &
+    REPO=$V/repo SPEC=$V/scripts/${SPEC_NAME:-vllm-spec-h200.toml} setsid nohup \
+      bash "$V/scripts/run-sweep.sh" "$V/out/sweep" > "$V/out/sweep.nohup" 2>&1 < /dev/null &
     echo "sweep started" ;;
+  profile)  # in the background, once the sweep is DONE: poll $V/out/prof/DONE
+    mkdir -p "$V/out/prof"
+    REPO=$V/repo setsid nohup bash "$V/scripts/profile-trials.sh" "$V/out/prof" \
+      > "$V/out/prof.nohup" 2>&1 < /dev/null &
+    echo "profiles start when the sweep is done" ;;
 esac
