@@ -8,7 +8,9 @@ A collector writes cases as plain-text blocks (no JSON escaping of logs by hand)
 
 and runs ``python bench/corpus_add.py BLOCKS.txt``. Each case is appended to fit.jsonl or
 heldout.jsonl by ``corpus_check.split_of``; only counts are printed, so adding cases never
-shows the collector what the held-out part holds. Then run ``corpus_check.py``.
+shows the collector what the held-out part holds. ``--to heldout2`` appends every case to
+the second held-out set instead (collected by someone who does not write rules; see the
+README). Then run ``corpus_check.py``.
 """
 
 from __future__ import annotations
@@ -47,18 +49,21 @@ def parse(text: str) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str]) -> int:
+    to = None
+    if argv[:2] == ["--to", "heldout2"]:
+        to, argv = "heldout2", argv[2:]
     if len(argv) != 1 or not Path(argv[0]).is_file():
-        print("usage: corpus_add.py BLOCKS.txt (an existing file)", file=sys.stderr)
+        print("usage: corpus_add.py [--to heldout2] BLOCKS.txt (an existing file)", file=sys.stderr)
         return 2
     cases = parse(Path(argv[0]).read_text())
     legacy, sources = legacy_ids(), legacy_sources()
-    counts = {"fit": 0, "heldout": 0}
+    counts = {"fit": 0, "heldout": 0, "heldout2": 0}
     for case in cases:
-        side = split_of(case["id"], case["source"], legacy, sources)
+        side = to or split_of(case["id"], case["source"], legacy, sources)
         with (DATA / f"{side}.jsonl").open("a") as out:
             out.write(json.dumps(case, ensure_ascii=False) + "\n")
         counts[side] += 1
-    print(f"added fit={counts['fit']} heldout={counts['heldout']}")
+    print(" ".join(["added"] + [f"{k}={v}" for k, v in counts.items()]))
     return 0
 
 

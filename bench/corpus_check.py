@@ -1,15 +1,17 @@
 """Check the labelled failure-log corpus: format, duplicates and the fit/held-out split.
 
-Each line of ``bench/data/diagnose/{fit,heldout}.jsonl`` is one case with exactly the fields
-id, engine, category, log, remedy, source, gpu, date (``exit_code`` may be added when the
-post states it). The split is decided by the source alone (see ``side_of`` and the README
-next to the data), so this check can tell a case filed on the wrong side without reading
-its log. A log that carries a credential (a signed URL, a token) is refused. Duplicates are
-refused across both files: a repeated id, the same source with the
-same log, and near-identical log text (the same bug posted twice must not sit on both sides
-of the split, nor count twice on one).
+Each line of ``bench/data/diagnose/{fit,heldout,heldout2}.jsonl`` is one case with exactly
+the fields id, engine, category, log, remedy, source, gpu, date (``exit_code`` may be added
+when the post states it). The fit/heldout split is decided by the source alone (see
+``side_of`` and the README next to the data), so this check can tell a case filed on the
+wrong side without reading its log. ``heldout2`` is a second held-out set collected later
+from other issues: any source may go there, but no source may sit in two splits (an issue
+whose thread was read while rules were written cannot test them). A log that carries a
+credential (a signed URL, a token) is refused. Duplicates are refused across all files: a
+repeated id, the same source with the same log, and near-identical log text (the same bug
+posted twice must not sit on two sides, nor count twice on one).
 
-    python bench/corpus_check.py [FIT.jsonl HELDOUT.jsonl]
+    python bench/corpus_check.py [FIT.jsonl HELDOUT.jsonl [HELDOUT2.jsonl]]
 
 Prints one line per problem and, as its last line, ``problems=<int> n=<int>``; exits 1 when
 there is any problem, 2 when a file is missing or unreadable.
@@ -40,6 +42,7 @@ CATEGORIES = (
     "garbage_output",
     "runtime_crash",
 )
+SPLITS = ("fit", "heldout", "heldout2")
 REQUIRED = ("id", "engine", "category", "log", "remedy", "source", "gpu", "date")
 OPTIONAL = ("exit_code",)
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]{2,99}$")
@@ -134,6 +137,7 @@ def check(files: dict[str, Path]) -> tuple[list[str], int]:
     problems: list[str] = []
     seen_ids: dict[str, str] = {}
     seen_logs: dict[tuple[str, str], str] = {}
+    split_of_source: dict[str, tuple[str, str]] = {}
     kept: list[tuple[str, set[str]]] = []
     legacy, sources = legacy_ids(), legacy_sources()
     n = 0
@@ -159,6 +163,9 @@ def check(files: dict[str, Path]) -> tuple[list[str], int]:
             want = split_of(cid, source, legacy, sources)
             if split in ("fit", "heldout") and want != split:
                 problems.append(f"{where}: source {source} belongs to {want}, not {split}")
+            first = split_of_source.setdefault(source.strip().lower(), (split, where))
+            if first[0] != split:
+                problems.append(f"{where}: source {source} is already in {first[0]} at {first[1]}")
             key = (source.lower(), log.strip())
             if key in seen_logs:
                 problems.append(f"{where}: same source and log as {seen_logs[key]}")
@@ -172,15 +179,15 @@ def check(files: dict[str, Path]) -> tuple[list[str], int]:
 
 
 def main(argv: list[str]) -> int:
-    paths = [Path(a) for a in argv] or [DATA / "fit.jsonl", DATA / "heldout.jsonl"]
-    if len(paths) != 2:
-        print("usage: corpus_check.py [FIT.jsonl HELDOUT.jsonl]", file=sys.stderr)
+    paths = [Path(a) for a in argv] or [DATA / f"{split}.jsonl" for split in SPLITS]
+    if len(paths) not in (2, 3):
+        print("usage: corpus_check.py [FIT.jsonl HELDOUT.jsonl [HELDOUT2.jsonl]]", file=sys.stderr)
         return 2
     for path in paths:
         if not path.is_file():
             print(f"{path} does not exist: give the fit and held-out files", file=sys.stderr)
             return 2
-    problems, n = check({"fit": paths[0], "heldout": paths[1]})
+    problems, n = check(dict(zip(SPLITS, paths, strict=False)))
     for line in problems:
         print(line)
     print(f"problems={len(problems)} n={n}")

@@ -53,9 +53,34 @@ def _write(
 
 
 def test_committed_corpus_is_clean() -> None:
-    problems, n = cc.check({"fit": cc.DATA / "fit.jsonl", "heldout": cc.DATA / "heldout.jsonl"})
+    problems, n = cc.check({split: cc.DATA / f"{split}.jsonl" for split in cc.SPLITS})
     assert problems == []
     assert n >= len(cc.legacy_ids())
+
+
+def test_the_second_held_out_set_takes_any_unused_source(tmp_path: Path) -> None:
+    files = _write(tmp_path, [_case(_source_for("fit"))], [])
+    files["heldout2"] = tmp_path / "heldout2.jsonl"
+    logs = {
+        "fit": "ImportError: libcudart.so.12: cannot open shared object file",
+        "heldout": "RuntimeError: CUDA error: no kernel image is available for execution",
+    }
+    fresh = [
+        _case(_source_for(side), id=f"vllm-fresh-{side}", log=log) for side, log in logs.items()
+    ]
+    fresh = [dict(c, source=c["source"].replace("o/r", "o/fresh")) for c in fresh]
+    files["heldout2"].write_text("".join(json.dumps(c) + "\n" for c in fresh))
+    assert cc.check(files) == ([], 3)
+
+
+def test_a_source_in_two_splits_is_refused(tmp_path: Path) -> None:
+    fit = _source_for("fit")
+    files = _write(tmp_path, [_case(fit)], [])
+    files["heldout2"] = tmp_path / "heldout2.jsonl"
+    again = _case(fit.upper(), id="vllm-other-log", log="RuntimeError: NCCL error " * 4)
+    files["heldout2"].write_text(json.dumps(again) + "\n")
+    problems, _ = cc.check(files)
+    assert any(f"source {fit.upper()} is already in fit" in p for p in problems)
 
 
 def test_a_good_case_passes(tmp_path: Path) -> None:
