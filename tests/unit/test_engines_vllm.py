@@ -107,3 +107,35 @@ def test_profiling_needs_a_launch_flag(tmp_path: Path) -> None:
     assert prof is not None and prof.methods == ("POST",)
     assert str(tmp_path) in str(prof.launch_flags["--profiler-config"])
     assert prof.start_request(num_steps=3).json_body == {"max_iterations": 3}
+
+
+_CORE = "(EngineCore_DP0 pid=2211) "
+MEMORY_PROFILE_NEIGHBOUR = "\n".join(
+    [
+        _CORE + "INFO 12-01 14:39:58 [gpu_model_runner.py:3120] Model loading took 0.5366 GiB",
+        _CORE + "ERROR 12-01 14:40:01 [core.py:1012] EngineCore failed to start.",
+        _CORE + "ERROR Traceback (most recent call last):",
+        _CORE + 'ERROR   File "/site/vllm/v1/worker/gpu_worker.py", line 301, in '
+        "determine_available_memory",
+        _CORE + "ERROR     assert self.init_snapshot.free_memory > free_gpu_memory, (",
+        _CORE + "ERROR AssertionError: Error in memory profiling. Initial free memory 96.1 GiB,"
+        " current free memory 101.3 GiB. This happens when other processes sharing the same"
+        " container release GPU memory while vLLM is profiling during initialization.",
+        "RuntimeError: Engine core initialization failed. See root cause above.",
+    ]
+)
+
+
+def test_a_neighbour_freeing_memory_during_profiling_is_transient_not_the_configuration() -> None:
+    from bringup.diagnose import classify
+    from bringup.verdict import Category, Stage
+
+    diag = classify(MEMORY_PROFILE_NEIGHBOUR, engine="vllm")
+    assert diag.rule == "vllm:memory-profiling-neighbour"
+    assert diag.transient and diag.category is Category.RUNTIME_CRASH
+    assert diag.to_failure(Stage.READY).transient  # the retry wrapper relaunches it once
+    assert diag.to_dict()["transient"] is True
+    # the same engine core failure without the neighbour's message is no retry
+    other = MEMORY_PROFILE_NEIGHBOUR.replace("Error in memory profiling", "Something else")
+    other = other.replace("release GPU memory while vLLM is profiling", "did something")
+    assert not classify(other, engine="vllm").transient

@@ -78,6 +78,7 @@ class _Hit:
     frame_index: int | None = None
     rule: str = ""  # "<rule set>:<rule name>", or "exit:<signal>"
     flags: tuple[str, ...] = ()
+    transient: bool = False
 
 
 def _signal_of(exit_code: int | None) -> int | None:
@@ -160,6 +161,7 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
                             r.remedy_for(m),
                             rule=f"{rs.engine}:{r.name}",
                             flags=r.flags,
+                            transient=r.transient,
                         )
                     )
     for tb in tracebacks:
@@ -294,6 +296,7 @@ def _decided(
         confidence,
         rule=best[0].rule or None,
         flags=list(dict.fromkeys(f for h in best for f in h.flags)),
+        transient=best[0].transient,
     )
 
 

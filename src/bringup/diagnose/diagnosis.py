@@ -35,6 +35,7 @@ class Diagnosis:
     rule: str | None = None  # id of the deciding rule ("<rule set>:<name>", "exit:SIGKILL", ...)
     flags: list[str] = field(default_factory=list)  # flags the deciding rules implicate
     signal: bool = True  # False: nothing in the log or the exit status says what failed
+    transient: bool = False  # caused from outside the configuration: worth one retry
 
     @property
     def label(self) -> str:
@@ -52,6 +53,7 @@ class Diagnosis:
             "remedy": self.remedy,
             "confidence": round(self.confidence, 2),
             "guessing": self.guessing,
+            "transient": self.transient,
         }
 
     def explain(self) -> str:
@@ -88,4 +90,5 @@ class Diagnosis:
             rule=self.rule,
             confidence=self.confidence,
             flags=list(self.flags),
+            transient=self.transient,
         )

@@ -28,6 +28,8 @@ class Rule:
     remedy: str | None = None  # may name groups of the pattern: "lower it to {est}"
     name: str = ""
     flags: tuple[str, ...] = ()  # the flags this error blames, every spelling of each
+    # the failure came from outside the configuration (a neighbour on the device): retry it
+    transient: bool = False
 
     def remedy_for(self, match: re.Match[str]) -> str | None:
         if self.remedy is None:
@@ -75,8 +77,11 @@ def rule(
     case: bool = False,
     name: str = "",
     flags: tuple[str, ...] = (),
+    transient: bool = False,
 ) -> Rule:
-    return Rule(rx(pattern, case=case), category, weight, remedy, name or pattern[:40], flags)
+    return Rule(
+        rx(pattern, case=case), category, weight, remedy, name or pattern[:40], flags, transient
+    )
 
 
 def frame_rule(

@@ -1,7 +1,9 @@
 """Retry transient failures once: the outermost wrapper of the ask/tell protocol.
 
 A failure marked transient (``Failure.transient``: a request timed out or its connection
-dropped while the engine lived, see :mod:`bringup.server.progress`) says something about
+dropped while the engine lived, see :mod:`bringup.server.progress`; or the diagnosis found a
+cause outside the configuration, such as a neighbour on the GPU freeing memory while vLLM
+profiled its own, a rule with ``transient=True``) says something about
 the moment, not the configuration. The wrapper keeps it from the planner, hands out the
 same configuration once more (purpose ``retry``, with a longer request timeout), and tells
 the planner the retry's result as the answer to the trial it asked for. A retry that is

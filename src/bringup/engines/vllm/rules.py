@@ -100,6 +100,20 @@ RULES = RuleSet(
             5.5,
             "lower --max-model-len (the log estimates {est}) or raise --gpu-memory-utilization",
         ),
+        # v1/worker/gpu_worker.py: free memory grew while this engine profiled its own use,
+        # because another process on the device let memory go (a neighbour that stopped or
+        # crashed): nothing about this configuration, so it is retried, never pruned on
+        rule(
+            r"Error in memory profiling\. Initial free memory .* current free memory|"
+            r"other processes sharing the same container release GPU memory while vLLM is "
+            r"profiling",
+            C.RUNTIME_CRASH,
+            8,
+            "another process on this GPU freed memory while vLLM measured its own: run the "
+            "trial again; with trials side by side, keep [resources] shared_device on",
+            name="memory-profiling-neighbour",
+            transient=True,
+        ),
         rule(
             r"Free memory on device .* is less than desired GPU memory utilization",
             C.OOM_GPU,
