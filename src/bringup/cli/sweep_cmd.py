@@ -106,14 +106,14 @@ def _sweep(
     "--executor",
     type=click.Choice(["local", "ray"]),
     default=None,
-    help="Where trials run: here, one at a time, or as Ray tasks (overrides plan.executor).",
+    help="Where trials run: here, or as Ray tasks (overrides plan.executor).",
 )
 @click.option("--address", default=None, help="The Ray cluster (default: RAY_ADDRESS).")
 @click.option(
     "--max-in-flight",
     type=click.IntRange(min=1),
     default=None,
-    help="Trials at once on Ray (default: as many as the cluster's resources fit).",
+    help="Trials at once (default: here 1, on Ray as many as the cluster's resources fit).",
 )
 @api_key_env_option
 @json_option
