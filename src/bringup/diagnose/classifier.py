@@ -28,9 +28,11 @@ from dataclasses import dataclass
 
 from bringup.diagnose.diagnosis import Diagnosis
 from bringup.diagnose.hang import diagnose_hang, stage_reached
+from bringup.diagnose.literals import LiteralIndex
 from bringup.diagnose.logtext import content, dedupe_key, log_lines, nonblank, redact
 from bringup.diagnose.outputtext import output_signals, prose_lines
 from bringup.diagnose.pytrace import failed_importing, final_exception_lines, read_tracebacks
+from bringup.diagnose.rule import Rule, RuleSet
 from bringup.diagnose.ruleset import GENERIC_REMEDIES, TRIGGERS, engine_remedy, rulesets_for
 from bringup.verdict import Category, Stage
 
@@ -128,6 +130,33 @@ def passes_gate(text: str) -> bool:
     return any(word in low for word in TRIGGERS)
 
 
+_INDEXES: dict[tuple[int, ...], tuple[list[tuple[str, Rule]], LiteralIndex]] = {}
+
+
+def _rule_index(rulesets: tuple[RuleSet, ...]) -> tuple[list[tuple[str, Rule]], LiteralIndex]:
+    """The line rules of these sets with their ids, and the literal index over them (built
+    once per combination of sets: the sets are module-level constants)."""
+    key = tuple(id(rs) for rs in rulesets)
+    if key not in _INDEXES:
+        rules = [(f"{rs.engine}:{r.name}", r) for rs in rulesets for r in rs.rules]
+        _INDEXES[key] = rules, LiteralIndex([r.pattern for _, r in rules])
+    return _INDEXES[key]
+
+
+def _line_matches(
+    text: str, rules: list[tuple[str, Rule]], index: LiteralIndex
+) -> list[tuple[str, Rule, re.Match[str]]]:
+    """Every rule matching the line, in rule order; a rule is only run on a line holding
+    one of the literal strings each of its matches contains."""
+    found = []
+    for k in index.may_match(text.lower()):
+        rule_id, r = rules[k]
+        m = r.pattern.search(text)
+        if m:
+            found.append((rule_id, r, m))
+    return found
+
+
 def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
     rulesets = rulesets_for(engine)
     tracebacks = read_tracebacks(lines)
@@ -139,6 +168,8 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
         for tb in tracebacks
         if tb.exc_index is not None and any(tb.frames_in(m) for m in markers)
     }
+    rules, index = _rule_index(rulesets)
+    matched: dict[str, list[tuple[str, Rule, re.Match[str]]]] = {}
     hits: list[_Hit] = []
     for i, raw in enumerate(lines):
         text = content(raw)
@@ -149,21 +180,20 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
             boost *= _ENGINE_FRAME
         if _WARNING_LINE.search(raw):
             boost *= _WARNING
-        for rs in rulesets:
-            for r in rs.rules:
-                m = r.pattern.search(text)
-                if m:
-                    hits.append(
-                        _Hit(
-                            r.category,
-                            r.weight * boost,
-                            i,
-                            r.remedy_for(m),
-                            rule=f"{rs.engine}:{r.name}",
-                            flags=r.flags,
-                            transient=r.transient,
-                        )
-                    )
+        if text not in matched:  # ranks and retries repeat lines: each text is read once
+            matched[text] = _line_matches(text, rules, index)
+        for rule_id, r, m in matched[text]:
+            hits.append(
+                _Hit(
+                    r.category,
+                    r.weight * boost,
+                    i,
+                    r.remedy_for(m),
+                    rule=rule_id,
+                    flags=r.flags,
+                    transient=r.transient,
+                )
+            )
     for tb in tracebacks:
         if tb.exc_index is None or not tb.frames:
             continue

@@ -69,6 +69,7 @@ _VOLATILE = re.compile(
 )
 
 
+@lru_cache(maxsize=8192)  # asked once per rule hit: a line matching ten rules is read once
 def dedupe_key(line: str) -> str:
     """Lines repeated by every rank (TP0..TP7) share one key, so evidence shows one."""
     return _VOLATILE.sub("#", content(line))
