@@ -148,6 +148,9 @@ class ChecksSpec(_Section):
     max_logprob_mad: float | None = None  # None: the measured default
     min_token_agreement: float | None = None
     tolerate: list[str] = Field(default_factory=list)  # flags whose drift is accepted
+    # flags that cannot change greedy output (a sampling seed): a trial that changes only
+    # these is a relaunch of the reference, whose drift is the noise floor (report.tradeoff)
+    controls: list[str] = Field(default_factory=list)
     # the long-context probe (checks.long_context): on where a per-slot context is known
     long_context: bool = True
     context_tokens: int | None = Field(default=None, ge=64)  # one request must fit this

@@ -11,6 +11,7 @@ from typing import Any
 
 from bringup.contention import contention_warnings, cpu_left_cell
 from bringup.report.model import KEY_FIGURES, RunReport
+from bringup.report.tradeoff import threshold_hint, tradeoff_rows
 
 TOP = 5
 STATUS_ORDER = ("passed", "unchecked", "failed", "interrupted", "running", "skipped", "pruned")
@@ -61,6 +62,40 @@ def verdict_counts(report: RunReport) -> str:
     return ", ".join(parts) or "no trials"
 
 
+def _tradeoff(report: RunReport) -> list[str]:
+    rows = tradeoff_rows(report)
+    if not rows:
+        return []
+    rid = report.run_id
+    out = ["", "accuracy against speed (drift of greedy answers from the reference's):"]
+    header = ["trial", "configuration", report.objective, "vs ref", "logprob MAD [95% CI]"]
+    header += ["x control", "token agreement", "verdict"]
+    body = []
+    for r in rows:
+        ci = f" [{r.mad_ci[0]:.3f}, {r.mad_ci[1]:.3f}]" if r.mad_ci else ""
+        body.append(
+            [
+                short_id(r.trial.id, rid) + (" (control)" if r.control else ""),
+                report.label(r.trial.flags),
+                fmt(r.objective),
+                f"{r.gain:+.1%}" if r.gain is not None else "-",
+                f"{r.mad:.3f}{ci}",
+                f"{r.over_control:.1f}x" if r.over_control is not None else "-",
+                fmt(r.agreement, 2),
+                r.verdict,
+            ]
+        )
+    out += table(header, body)
+    hint = threshold_hint(rows)
+    out.append(
+        f"  {hint}"
+        if hint
+        else "  no control: name a flag that cannot change greedy"
+        " output in [checks] controls (e.g. a seed) and sweep it to measure the floor"
+    )
+    return out
+
+
 def render_text(report: RunReport) -> str:
     run, rid = report.run, report.run_id
     fp = report.fingerprint
@@ -105,6 +140,8 @@ def render_text(report: RunReport) -> str:
         lines += table(header, rows)
         if len(passed) > TOP:
             lines.append(f"  ... and {len(passed) - TOP} more passing")
+
+    lines += _tradeoff(report)
 
     warnings = contention_warnings([(short_id(t.id, rid), t.contention) for t in report.trials])
     if warnings:
