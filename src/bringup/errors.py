@@ -64,9 +64,18 @@ class StoreError(BringupError):
 
 
 class RequestError(Exception):
-    """The server answered with an error, answered nonsense, or did not answer in time."""
+    """The server answered with an error, answered nonsense, or did not answer in time.
 
-    def __init__(self, message: str, status: int = 0, body: str = "") -> None:
+    ``kind`` says which, set where the failure was seen (the exception's type or the HTTP
+    status), so no caller reads the message's wording: ``timeout`` and ``connection`` (no
+    HTTP answer), ``server_error`` (5xx), ``client_error`` (4xx), ``malformed`` (an answer
+    that is not the expected JSON).
+    """
+
+    def __init__(self, message: str, status: int = 0, body: str = "", kind: str = "") -> None:
         super().__init__(message)
         self.status = status
         self.body = body
+        if not kind:
+            kind = "server_error" if status >= 500 else "client_error" if status >= 400 else ""
+        self.kind = kind or "malformed"

@@ -217,7 +217,7 @@ async def run_trial(
         except (RequestError, aiohttp.ClientError, TimeoutError) as exc:
             # a server that stops answering mid-trial is a verdict, never an abort
             what = f"request failed during the {result.stage.value} stage: {exc or 'timed out'}"
-            await _no_answer(result, proc, adapter, what, [what])
+            await _no_answer(result, proc, adapter, request_failure_kind(exc), what, [what])
         finally:
             if measure_hold is not None:
                 measure_hold.release()
@@ -310,6 +310,7 @@ async def _no_answer(
     result: TrialResult,
     proc: EngineProcess | None,
     adapter: EngineAdapter,
+    kind: str,
     what: str,
     evidence: list[str],
 ) -> None:
@@ -321,7 +322,6 @@ async def _no_answer(
         detail = f"the engine {describe_exit(proc.returncode)} while serving; {what}"
         result.fail_with(diag.to_failure(stage, detail))
         return
-    kind = request_failure_kind(what)
     progress = None
     if proc is not None and kind in ("timeout", "connection"):
         progress = await sample_progress(proc.pid, proc.log_path)
@@ -378,7 +378,14 @@ async def _checks_and_bench(
         result.timings["correct_s"] = round(time.monotonic() - t0, 3)
         if not report.passed and report.category is Category.RUNTIME_CRASH:
             # requests got no answer: whether the engine is dead, slow or stalled decides
-            await _no_answer(result, run.process, ctx.adapter, report.evidence[0], report.evidence)
+            await _no_answer(
+                result,
+                run.process,
+                ctx.adapter,
+                report.failure_kind,
+                report.evidence[0],
+                report.evidence,
+            )
             return
         if not report.passed:
             assert report.category is not None

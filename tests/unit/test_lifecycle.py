@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from bringup.engines.base import EngineAdapter
+from bringup.errors import RequestError
 from bringup.server.identity import verify_identity
 from bringup.server.ports import free_port
 from bringup.server.process import EngineProcess
@@ -183,11 +184,17 @@ def test_killed_process_classified(code: int) -> None:
     assert diag.category is Category.OOM_HOST
 
 
+def _timed_out() -> Exception:
+    """What the client raises when a request gets no answer in time."""
+    from bringup.http.session import no_response
+
+    return no_response("POST", "/v1/completions", TimeoutError())
+
+
 async def _trial_where_checks_fail(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: str, engine_code: str = SERVE
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: Exception, engine_code: str = SERVE
 ) -> object:
     import bringup.trial as trial_mod
-    from bringup.http import RequestError
     from bringup.plan.base import PlannedTrial
     from bringup.spec import parse_spec
     from bringup.trial import TrialContext, run_trial
@@ -197,7 +204,7 @@ async def _trial_where_checks_fail(
             return [sys.executable, "-c", engine_code, str(port), "0"]
 
     async def broken(*a: object, **k: object) -> None:
-        raise RequestError(error)
+        raise error
 
     monkeypatch.setattr(trial_mod, "run_correctness", broken)
     spec = parse_spec('[engine]\nname = "llama.cpp"\n[model]\npath = "m"\n')
@@ -216,9 +223,7 @@ async def test_timeout_of_an_idle_live_engine_is_stalled(
     Alive, using no CPU and writing nothing: stalled, a transient verdict."""
     from bringup.verdict import Stage, Status
 
-    r = await _trial_where_checks_fail(
-        tmp_path, monkeypatch, "POST /v1/completions: no response (timed out)"
-    )
+    r = await _trial_where_checks_fail(tmp_path, monkeypatch, _timed_out())
     assert r.status is Status.FAILED and r.failure is not None  # type: ignore[attr-defined]
     f = r.failure  # type: ignore[attr-defined]
     assert f.stage is Stage.CORRECT
@@ -237,9 +242,7 @@ BUSY_SERVE = SERVE.replace(
 async def test_timeout_of_a_working_engine_is_slow_not_a_crash(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    r = await _trial_where_checks_fail(
-        tmp_path, monkeypatch, "POST /v1/completions: no response (timed out)", BUSY_SERVE
-    )
+    r = await _trial_where_checks_fail(tmp_path, monkeypatch, _timed_out(), BUSY_SERVE)
     f = r.failure  # type: ignore[attr-defined]
     assert f is not None and f.category is Category.SLOW_RESPONSE and f.transient
     assert "still working" in (f.detail or "")
@@ -249,7 +252,9 @@ async def test_5xx_from_a_live_engine_is_a_runtime_crash(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     r = await _trial_where_checks_fail(
-        tmp_path, monkeypatch, "POST /v1/completions answered 500: internal error"
+        tmp_path,
+        monkeypatch,
+        RequestError("POST /v1/completions answered 500: internal error", 500),
     )
     f = r.failure  # type: ignore[attr-defined]
     assert f is not None and f.category is Category.RUNTIME_CRASH and not f.transient

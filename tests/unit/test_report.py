@@ -271,3 +271,42 @@ def test_cli_writes_requested_files(stored: tuple[Store, str], tmp_path: Path) -
     assert result.exit_code == 0, result.output
     assert "winner: t002" in result.output
     assert {p.name for p in out.iterdir()} == {"a.json", "a.csv", "a.html"}
+
+
+def test_text_report_says_first_that_the_reference_failed(tmp_path: Path) -> None:
+    store = Store(tmp_path / "bringup.db")
+    spec = SPEC | {"reference": {"--flash-attn": "off"}}
+    run_id = store.create_run(
+        spec_path="demo.toml",
+        spec_digest="d",
+        spec_json=json.dumps(spec),
+        engine="llama.cpp",
+        fingerprint=FINGERPRINT,
+        fingerprint_key="fp",
+        run_dir=str(tmp_path / "runs"),
+    )
+    ref = TrialResult(
+        trial_id=f"{run_id}-t001", flags={"--flash-attn": "off", "--cache-type-k": "f16"}
+    )
+    ref.fail(Stage.ACCURATE, Category.RUNTIME_CRASH, ["POST /v1/completions answered 500"])
+    other = TrialResult(
+        trial_id=f"{run_id}-t002",
+        flags={"--flash-attn": "on", "--cache-type-k": "f16"},
+        status=Status.UNCHECKED,
+        stage=Stage.BENCHMARKED,
+    )
+    kw = {"fingerprint_key": "fp", "engine": "llama.cpp", "engine_version": "b1234"}
+    for seq, r in enumerate((ref, other), 1):
+        store.save_trial(run_id, seq, r, cfg_key=f"k{seq}", **kw)  # type: ignore[arg-type]
+    store.finish_run(run_id, "done", None, [], [])
+    first = render_text(load_report(store)).splitlines()[0]
+    assert first == (
+        "the reference configuration failed: runtime_crash: POST /v1/completions answered 500;"
+        " accuracy cannot be judged"
+    )
+    # a run whose reference passed says nothing of the kind
+    assert "reference configuration failed" not in render_text(load_report(stored_ok(tmp_path)))
+
+
+def stored_ok(tmp_path: Path) -> Store:
+    return build_store(tmp_path / "ok.db")[0]

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
+from aiohttp import web
+
+from bringup.errors import RequestError
+from bringup.http import OpenAIClient
 from bringup.server.progress import (
     FIRST_LOOK_TIMEOUT_S,
     MIN_TIMEOUT_S,
@@ -24,13 +31,46 @@ def test_timeout_follows_the_measured_decode_rate() -> None:
     assert request_timeout_s(64, 2.0) > request_timeout_s(64, 4.0)
 
 
-def test_kinds_of_no_answer() -> None:
-    assert request_failure_kind("POST /v1/completions: no response (timed out)") == "timeout"
-    assert request_failure_kind("POST /v1/completions: no response (Connection reset)") == (
-        "connection"
-    )
-    assert request_failure_kind("POST /v1/completions answered 503: busy") == "server_error"
-    assert request_failure_kind("POST /v1/completions answered non-JSON: 'x'") == "other"
+async def test_kinds_come_from_types_and_status_not_wording() -> None:
+    # every message here says "timed out"; only what happened decides the kind
+    async def answer(request: web.Request) -> web.Response:
+        if request.path == "/busy":
+            return web.Response(status=503, text="upstream timed out")
+        if request.path == "/bad":
+            return web.Response(status=200, text="timed out")
+        await asyncio.sleep(5)
+        return web.Response(text="late")
+
+    app = web.Application()
+    app.router.add_route("POST", "/{name}", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    kinds: dict[str, str] = {}
+    try:
+        async with OpenAIClient(f"http://127.0.0.1:{port}", timeout_s=0.5) as client:
+            for name in ("busy", "bad", "slow"):
+                with pytest.raises(RequestError) as caught:
+                    await client.post_json(f"/{name}", {})
+                kinds[name] = request_failure_kind(caught.value)
+    finally:
+        await runner.cleanup()
+    async with OpenAIClient(f"http://127.0.0.1:{port}", timeout_s=5) as client:
+        with pytest.raises(RequestError) as caught:  # nothing listens there any more
+            await client.post_json("/gone", {})
+        kinds["gone"] = request_failure_kind(caught.value)
+    assert kinds == {
+        "busy": "server_error",
+        "bad": "other",
+        "slow": "timeout",
+        "gone": "connection",
+    }
+    # exceptions that never became a RequestError are judged by their type too
+    assert request_failure_kind(TimeoutError()) == "timeout"
+    assert request_failure_kind(ConnectionResetError("timed out")) == "connection"
+    assert request_failure_kind(ValueError("timed out")) == "other"
 
 
 def test_progress_decides_slow_or_stalled_and_5xx_is_a_crash() -> None:

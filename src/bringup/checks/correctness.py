@@ -21,6 +21,7 @@ from bringup.checks.garbage import GarbageFinding, detect_first_token_stops, det
 from bringup.checks.known_answers import KnownAnswer, accuracy_prompts_for, suite_for
 from bringup.checks.load_answers import judge_sentinels
 from bringup.http import OpenAIClient, RequestError
+from bringup.server.progress import request_failure_kind
 from bringup.spec import Spec
 from bringup.verdict import Category
 
@@ -39,6 +40,7 @@ class CheckResult:
     passed: bool
     detector: str | None = None  # the garbage detector that fired, if any
     error: str | None = None  # the request failed: the server's answer or the exception
+    error_kind: str | None = None  # server.progress.request_failure_kind of that failure
     completion_tokens: int = 0
     finish_reason: str | None = None
     elapsed_s: float = 0.0
@@ -50,6 +52,11 @@ class CheckReport:
     category: Category | None = None
     evidence: list[str] = field(default_factory=list)
     results: list[CheckResult] = field(default_factory=list)
+
+    @property
+    def failure_kind(self) -> str:
+        """The first failed request's kind (``other`` when no request failed)."""
+        return next((r.error_kind for r in self.results if r.error_kind), "other")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -79,7 +86,15 @@ async def _ask(
             prompt, max_tokens=max_tokens, temperature=0.0, logprobs=1, stop=stop
         )
     except RequestError as exc:
-        res = CheckResult(name, prompt, "", ka.expectation() if ka else None, False, error=str(exc))
+        res = CheckResult(
+            name,
+            prompt,
+            "",
+            ka.expectation() if ka else None,
+            False,
+            error=str(exc),
+            error_kind=request_failure_kind(exc),
+        )
         return res, None
     finding = detect_garbage(c.text, c.tokens or None)
     ok = finding is None and (ka is None or ka.judge(c.text))

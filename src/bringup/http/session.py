@@ -63,5 +63,7 @@ def why_no_response(exc: BaseException) -> str:
 
 def no_response(method: str, path: str, exc: BaseException) -> RequestError:
     """The request got no HTTP answer at all (refused, reset, timed out)."""
-    reason = "timed out" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
-    return RequestError(f"{method} {path}: no response ({reason})")
+    timed_out = isinstance(exc, TimeoutError)
+    reason = "timed out" if timed_out else str(exc) or type(exc).__name__
+    kind = "timeout" if timed_out else "connection"
+    return RequestError(f"{method} {path}: no response ({reason})", kind=kind)

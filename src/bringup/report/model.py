@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bringup.errors import BringupError
+from bringup.report.outcome import reference_sentence
 from bringup.secrets import (
     MASK,
     is_secret_name,
@@ -59,6 +60,7 @@ class RunReport:
     pruned: list[dict[str, Any]]
     fingerprint: dict[str, Any]
     counts: dict[str, int] = field(default_factory=dict)
+    reference_failed: str | None = None  # the sentence said first, when the reference failed
 
     @property
     def run_id(self) -> str:
@@ -134,6 +136,25 @@ def _redacted_trial(trial: TrialRow, secrets: list[str]) -> TrialRow:
     return dataclasses.replace(trial, command=redact_argv(command), **scrubbed)
 
 
+def _reference_failed(spec: dict[str, Any], trials: list[TrialRow]) -> str | None:
+    """As the sweep said it: the stored spec's reference and the trials' verdicts."""
+    if not (spec.get("checks") or {}).get("accuracy", True):
+        return None
+    space = spec.get("space")
+    axes = space.items() if isinstance(space, dict) else ()
+    ref = {str(k): v[0] for k, v in axes if isinstance(v, list) and v}
+    ref.update(spec.get("reference") or {})
+    rows = [(t.flags, t.passed, _headline(t)) for t in trials]
+    return reference_sentence(rows, ref)
+
+
+def _headline(t: TrialRow) -> str:
+    if t.category is None:
+        return t.status.value
+    line = t.evidence[0] if t.evidence else (t.detail or "")
+    return f"{t.category.value}: {line}".strip().rstrip(":")
+
+
 def load_report(store: Store, ref: str | None = None) -> RunReport:
     run = store.run(ref)
     if run is None:
@@ -178,6 +199,7 @@ def load_report(store: Store, ref: str | None = None) -> RunReport:
         pruned=list(run.get("pruned") or []),
         fingerprint=dict(run.get("fingerprint") or {}),
         counts=dict(counts),
+        reference_failed=_reference_failed(spec, trials),
     )
 
 

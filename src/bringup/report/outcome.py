@@ -11,28 +11,37 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from bringup.plan.winner import requirement_failures
 from bringup.spec import Spec
 from bringup.verdict import Status, TrialResult
 
 
-def _is_reference(result: TrialResult, spec: Spec) -> bool:
-    ref = spec.reference_config()
-    return all(str(result.flags.get(k)) == str(v) for k, v in ref.items())
+def _is_reference(flags: Mapping[str, Any], ref: Mapping[str, Any]) -> bool:
+    return all(str(flags.get(k)) == str(v) for k, v in ref.items())
+
+
+def reference_sentence(
+    trials: Sequence[tuple[Mapping[str, Any], bool, str]], reference: Mapping[str, Any]
+) -> str | None:
+    """The sentence for ``(flags, passed, why it failed)`` rows, or None if the reference
+    passed or never ran. Shared by the sweep's outcome and the stored run's text report."""
+    refs = [t for t in trials if _is_reference(t[0], reference)]
+    if not refs or any(passed for _, passed, _ in refs):
+        return None
+    return f"the reference configuration failed: {refs[-1][2]}; accuracy cannot be judged"
 
 
 def reference_failure(results: Sequence[TrialResult], spec: Spec) -> str | None:
     """``the reference configuration failed: ...; accuracy cannot be judged`` or None."""
     if not spec.checks.accuracy:
         return None
-    refs = [r for r in results if _is_reference(r, spec)]
-    if not refs or any(r.passed for r in refs):
-        return None
-    last = refs[-1]
-    why = last.failure.headline() if last.failure else last.status.value
-    return f"the reference configuration failed: {why}; accuracy cannot be judged"
+    rows = [
+        (r.flags, r.passed, r.failure.headline() if r.failure else r.status.value) for r in results
+    ]
+    return reference_sentence(rows, spec.reference_config())
 
 
 def verdict_counts(results: Sequence[TrialResult]) -> str:

@@ -1,8 +1,10 @@
 """The terminal summary of a run, as plain text (the CLI prints it; no terminal UI here).
 
-Verdict counts, the winner, the top passing configurations with their key figures, one
-example per failure category (evidence line and remedy), pruned configurations and what
-pruned them, benchmarks taken under CPU contention, the fingerprint and the engine version.
+First, when the accuracy check is on and the reference never passed, the sentence saying
+so (its candidates' accuracy was not judged); then verdict counts, the winner, the top
+passing configurations with their key figures, one example per failure category
+(evidence line and remedy), pruned configurations and what pruned them, benchmarks taken
+under CPU contention, the fingerprint and the engine version.
 """
 
 from __future__ import annotations
@@ -99,7 +101,8 @@ def _tradeoff(report: RunReport) -> list[str]:
 def render_text(report: RunReport) -> str:
     run, rid = report.run, report.run_id
     fp = report.fingerprint
-    lines = [
+    lines = [report.reference_failed] if report.reference_failed else []
+    lines += [
         f"run {rid}  {run.get('engine')} {report.engine_version}  status {run.get('status')}"
         + (f"  spec {run['spec_path']}" if run.get("spec_path") else ""),
         f"machine: {fingerprint_line(fp)}",

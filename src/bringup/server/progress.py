@@ -19,8 +19,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import aiohttp
 import psutil
 
+from bringup.errors import RequestError
 from bringup.verdict import Category
 
 # A check request waits this many times what the reference's measured speed needs.
@@ -41,14 +43,19 @@ def request_timeout_s(max_tokens: int, decode_tok_s: float | None) -> float:
     return max(MIN_TIMEOUT_S, TIMEOUT_MARGIN * max_tokens / decode_tok_s)
 
 
-def request_failure_kind(message: str) -> str:
-    """``timeout`` | ``connection`` | ``server_error`` | ``other`` for a RequestError text."""
-    if "timed out" in message:
+def request_failure_kind(exc: BaseException) -> str:
+    """``timeout`` | ``connection`` | ``server_error`` | ``other`` for a failed request.
+
+    Decided by the exception's type and the HTTP status it carries, never by its message.
+    """
+    if isinstance(exc, RequestError):
+        return exc.kind if exc.kind in ("timeout", "connection", "server_error") else "other"
+    if isinstance(exc, TimeoutError):
         return "timeout"
-    if "no response" in message:
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return "server_error" if exc.status >= 500 else "other"
+    if isinstance(exc, aiohttp.ClientConnectionError | ConnectionError):
         return "connection"
-    if " answered 5" in message:
-        return "server_error"
     return "other"
 
 
