@@ -170,6 +170,14 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
     }
     rules, index = _rule_index(rulesets)
     matched: dict[str, list[tuple[str, Rule, re.Match[str]]]] = {}
+    whole = "\n".join(content(raw) for raw in lines)
+    shown: dict[re.Pattern[str], bool] = {}
+
+    def shows(pattern: re.Pattern[str]) -> bool:
+        if pattern not in shown:
+            shown[pattern] = pattern.search(whole) is not None
+        return shown[pattern]
+
     hits: list[_Hit] = []
     for i, raw in enumerate(lines):
         text = content(raw)
@@ -183,6 +191,8 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
         if text not in matched:  # ranks and retries repeat lines: each text is read once
             matched[text] = _line_matches(text, rules, index)
         for rule_id, r, m in matched[text]:
+            if r.also is not None and not shows(r.also):
+                continue
             hits.append(
                 _Hit(
                     r.category,
@@ -293,13 +303,13 @@ def _confidence(ranked: list[tuple[Category, float]]) -> float:
     return round(min(_CEILING, (0.45 + 0.5 * strength) * (0.8 + 0.2 * margin)), 2)
 
 
-def _stalled(lines: list[str]) -> bool:
+def _stalled(lines: list[str], engine: str | None) -> bool:
     """The log ends on a start-up phase line (or one plain line after it): the engine was
     busy there when it stopped, with nothing after it that looks like an error."""
     tail = nonblank(lines)[-2:]
     if not tail or (len(tail) == 2 and passes_gate(content(tail[-1]))):
         tail = tail[-1:]
-    phase, _ = stage_reached(tail)
+    phase, _ = stage_reached(tail, engine)
     return phase is not None
 
 
@@ -338,7 +348,7 @@ def _unknown_exit(
     engine: str | None,
 ) -> Diagnosis:
     """No deciding signal and no exit status: a stalled log, a weak crash, or unknown."""
-    if _stalled(lines):
+    if _stalled(lines, engine):
         d = diagnose_hang(text, engine)
         d.confidence = _STALLED_CONFIDENCE
         return d

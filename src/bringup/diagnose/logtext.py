@@ -64,6 +64,16 @@ def content(line: str) -> str:
     return text
 
 
+_QUOTING = re.compile(r"^(?:> ?)+")
+
+
+def has_log_prefix(line: str) -> bool:
+    """The line starts with what a logger writes (time, level, process tag), not only an
+    issue thread's quoting: it is a log line, whatever its message reads like."""
+    bare = _QUOTING.sub("", _ANSI.sub("", line).strip()).strip()
+    return content(line) != bare
+
+
 _VOLATILE = re.compile(
     r"\b(?:TP|DP|EP|PP|rank|pid|GPU|device|cuda:|Rank )\s*=?\s*\d+|0x[0-9a-f]+", re.I
 )

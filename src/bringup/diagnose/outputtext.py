@@ -30,7 +30,7 @@ from bringup.checks.garbage import (
     check_special_tokens,
     check_word_salad,
 )
-from bringup.diagnose.logtext import content
+from bringup.diagnose.logtext import content, has_log_prefix
 
 Detector = Callable[[str, Sequence[str] | None], GarbageFinding | None]
 
@@ -127,8 +127,13 @@ def _is_prose(raw: str, text: str) -> bool:
 
 
 def prose_lines(lines: list[str]) -> list[int]:
-    """Indices of the lines that read as loose text, not as log lines or code."""
-    return [i for i, raw in enumerate(lines) if raw.strip() and _is_prose(raw, content(raw))]
+    """Indices of the lines that read as loose text, not as log lines or code (a line a
+    logger wrote, prefix and all, is a log line however plain its message)."""
+    return [
+        i
+        for i, raw in enumerate(lines)
+        if raw.strip() and not has_log_prefix(raw) and _is_prose(raw, content(raw))
+    ]
 
 
 def output_signals(lines: list[str]) -> list[tuple[int, float, str]]:

@@ -30,6 +30,9 @@ class Rule:
     flags: tuple[str, ...] = ()  # the flags this error blames, every spelling of each
     # the failure came from outside the configuration (a neighbour on the device): retry it
     transient: bool = False
+    # the rule counts only in a log that also shows this somewhere: the same consequence
+    # ("failed to load model") means another cause once the log shows how far it got
+    also: re.Pattern[str] | None = None
 
     def remedy_for(self, match: re.Match[str]) -> str | None:
         if self.remedy is None:
@@ -78,9 +81,17 @@ def rule(
     name: str = "",
     flags: tuple[str, ...] = (),
     transient: bool = False,
+    also: str | None = None,
 ) -> Rule:
     return Rule(
-        rx(pattern, case=case), category, weight, remedy, name or pattern[:40], flags, transient
+        rx(pattern, case=case),
+        category,
+        weight,
+        remedy,
+        name or pattern[:40],
+        flags,
+        transient,
+        rx(also, case=case) if also is not None else None,
     )
 
 

@@ -48,7 +48,9 @@ RULES = RuleSet(
         ),
         rule(
             r"^Killed$|signal: killed|\bSIGKILL\b|killed by signal 9|exit(?:ed)? (?:with )?"
-            r"(?:code|status) 137\b",
+            r"(?:code|status) 137\b|"
+            # the shell's report of a job it ran: "line 1:  123 Killed   python3 -m ..."
+            r"(?:^|: )(?:line \d+: +)?\d+ Killed {2,}\S|^\[\d+\][+-]? +Killed +\S",
             C.OOM_HOST,
             3.5,
         ),

@@ -114,7 +114,7 @@ RULES: tuple[Rule, ...] = (
         r"invalid ggml type|unknown (?:ggml |tensor )?type \d+|GGUF version \d+ is not supported|"
         r"unsupported (?:tensor|ggml|quant(?:ization)?) type",
         C.MODEL_INCOMPATIBLE,
-        4.5,
+        5.5,  # above the "failed to read tensor info" it causes
         "the file uses a tensor type or format version this build does not know: a newer "
         "build, or a file quantized for this one",
         name="tensor-type-unknown",
@@ -168,6 +168,54 @@ RULES: tuple[Rule, ...] = (
         5,
         "no kernel for this GPU: choose a backend, dtype or build that supports it",
         name="no-kernel-for-this-gpu",
+    ),
+    # what the model's own config asks for, refused: a newer model than the code
+    rule(
+        r"(?:not (?:yet )?supported|unsupported|not (?:yet )?implemented|(?:does not|doesn't) "
+        r"(?:yet )?support \w+)[^.]{0,40}?\b(?:for|by|with|in|on) (?:this|the|the current|"
+        r"the given|your|this kind of) model\b",
+        C.MODEL_INCOMPATIBLE,
+        4,
+        "the engine does not support this for this model: a model it supports, or "
+        "without the feature the message names",
+        name="refused-for-this-model",
+    ),
+    rule(
+        r"(?:cannot|can't|could not|couldn't|unable to|failed to) find [^.]{0,80}? in the "
+        r"model'?s (?:\w+ ){0,2}config|"
+        r"(?:missing|not found|absent) (?:in|from) (?:the )?model'?s (?:\w+ ){0,2}config|"
+        r"model'?s (?:\w+ ){0,2}config(?:\.json)? (?:is missing|has no|does not (?:have|contain)|"
+        r"lacks)",
+        C.MODEL_INCOMPATIBLE,
+        4,
+        "the model's config lacks what this engine reads: a checkpoint in the layout the "
+        "engine supports, or a newer engine",
+        name="model-config-lacks-a-field",
+    ),
+    # rope scaling written by a newer transformers than the one installed (Llama 3.1's
+    # rope_type llama3, yarn, longrope): the model's config, not a flag
+    rule(
+        r"\brope[_ ]?scaling\b`?[^.]{0,60}?\b(?:must be a dictionary|(?:type )?field must be|"
+        r"unknown|unsupported|not supported|not recogni[sz]ed)|"
+        r"\b(?:unknown|unsupported|unrecogni[sz]ed) rope(?:[_ ]?(?:scaling|type))?\b|"
+        r"\brope[_ ]type\b[^.]{0,40}?\bnot (?:supported|recogni[sz]ed)",
+        C.MODEL_INCOMPATIBLE,
+        4.5,
+        "the model's rope_scaling is newer than this engine/transformers: upgrade them, "
+        "or override rope scaling explicitly",
+        name="rope-scaling-unknown",
+    ),
+    # a chat request to a model whose tokenizer brings no chat template
+    rule(
+        r"chat[_ ]template is not set|no chat template|must provide a chat template|"
+        r"default chat template is no longer allowed|chat[_ ]template (?:is )?(?:missing|"
+        r"not (?:found|set|defined|provided))|(?:does not|doesn't) (?:have|define|contain) a "
+        r"chat[_ ]template|Cannot use chat template",
+        C.INVALID_CONFIG,
+        4.5,
+        "the model's tokenizer defines no chat template: pass one (--chat-template FILE) "
+        "or use the completions endpoint",
+        name="chat-template-missing",
     ),
     # --- 7. evidence of a hang --------------------------------------------------------
     rule(

@@ -58,6 +58,31 @@ RULES: tuple[Rule, ...] = (
         "engine (or build it in place) for this Python/PyTorch",
         name="compiled-ops-missing",
     ),
+    # the exception type alone, when no rule knows its message: at start-up engines raise
+    # ValueError on a value they refuse (a model's, when the message names the model) and
+    # NotImplementedError on a model their code does not cover: neither is a crash of the
+    # engine. Just above the "a traceback happened" catch-all. (A KeyError is a crash
+    # unless the frame that raised it says otherwise: the frame rules read it.)
+    rule(
+        r"^(?:[\w.]+\.)?ValueError: (?=.*\b(?:model|architecture|checkpoint|config\.json|"
+        r"quantization|weights?|tokenizer|vocab|layers?|model_type)\b)",
+        C.MODEL_INCOMPATIBLE,
+        1.6,
+        name="value-error-about-the-model",
+    ),
+    rule(
+        r"^(?:[\w.]+\.)?ValueError: ",
+        C.INVALID_CONFIG,
+        1.4,
+        "a value the engine refuses: change the setting (or input) the message names",
+        name="value-error",
+    ),
+    rule(
+        r"^(?:[\w.]+\.)?NotImplementedError\b",
+        C.MODEL_INCOMPATIBLE,
+        1.5,
+        name="not-implemented-for-the-model",
+    ),
     rule(
         r"AttributeError: 'NoneType' object has no attribute",
         C.RUNTIME_CRASH,

@@ -77,7 +77,7 @@ RULES = RuleSet(
             _UPDATE,
         ),
         rule(
-            r"create_tensor: tensor '[^']+' (?:not found|has wrong shape)|"
+            r"(?:create_tensor|check_tensor_dims): tensor '[^']+' (?:not found|has wrong shape)|"
             r"wrong number of tensors|tensor '[^']+' has wrong shape|"
             r"key not found in model: |missing tensor '",
             C.MODEL_INCOMPATIBLE,
@@ -105,6 +105,19 @@ RULES = RuleSet(
             r"exiting due to model loading error|failed to create.?context with model",
             C.MODEL_LOAD_FAILURE,
             2,
+        ),
+        # The same consequence once the loader has read the file's GGUF header (its
+        # key-value pairs are dumped): the file exists and is a GGUF, so a refusal that
+        # names no cause is about what the file holds (an architecture, tensor layout or
+        # type this build does not know), not about reading it. Outweighs the line above
+        # with its repeats; any named cause (a missing file, bounds, OOM) outweighs both.
+        rule(
+            r"error loading model|failed to load model|unable to load model",
+            C.MODEL_INCOMPATIBLE,
+            2.6,
+            _UPDATE,
+            name="refused-after-reading-the-gguf-header",
+            also=r"loaded meta data with \d+ key-value pairs|llama_model_loader: - kv +\d+:",
         ),
         # memory (ggml backends)
         rule(

@@ -34,7 +34,10 @@ PHASES = (
     ),
     (
         "starting the engine core",
-        rx(r"Initializing a V1 LLM engine|EngineCore.*(?:started|waiting for init)"),
+        rx(
+            r"Initializing a V1 LLM engine|EngineCore.*(?:started|waiting for init)|"
+            r"Waiting for (?:the )?(?:core )?engine process to start"
+        ),
         "the engine core process did not get further: look at its own lines (EngineCore pid)",
     ),
     (

@@ -1,0 +1,168 @@
+"""Signal families that hold beyond the logs the rules were read from: the final exception
+of a traceback by type and message noun, what a model's own config asks for, a missing chat
+template, llama.cpp refusing a file it has already parsed, the shell reporting a killed job,
+and a log of logger lines never read as a posted answer. Every log here is written for the
+test in the engines' own wording (none is taken from a corpus)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bringup.diagnose import classify
+from bringup.verdict import Category as C
+
+_VLLM_CONFIG_TB = (
+    "Traceback (most recent call last):\n"
+    '  File "/usr/local/lib/python3.12/dist-packages/vllm/engine/arg_utils.py", line 1024, '
+    "in create_engine_config\n"
+    "    model_config = self.create_model_config()\n"
+    '  File "/usr/local/lib/python3.12/dist-packages/vllm/config/model.py", line 611, in '
+    "__post_init__\n"
+    "    self.verify()\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("message", "want"),
+    [
+        # the model's config, refused by code older than the model: not a flag to change
+        (
+            "ValueError: `rope_scaling` must be a dictionary with two fields, `type` and "
+            "`factor`, got {'factor': 8.0, 'rope_type': 'llama3'}",
+            C.MODEL_INCOMPATIBLE,
+        ),
+        ("ValueError: Unknown RoPE scaling type yarn", C.MODEL_INCOMPATIBLE),
+        (
+            "ValueError: The quantization method gptq_marlin is not supported for the current "
+            "model.",
+            C.MODEL_INCOMPATIBLE,
+        ),
+        (
+            "ValueError: Cannot find any of ['group_size'] in the model's quantization config.",
+            C.MODEL_INCOMPATIBLE,
+        ),
+        # a value the user set, refused by the same config code
+        (
+            "ValueError: Chunked prefill and prefix caching are not supported with pipeline "
+            "parallelism.",
+            C.INVALID_CONFIG,
+        ),
+        ("ValueError: max_num_seqs (1024) exceeds the maximum allowed (512).", C.INVALID_CONFIG),
+    ],
+)
+def test_the_message_of_a_config_error_says_whose_value_was_refused(message: str, want: C) -> None:
+    d = classify(_VLLM_CONFIG_TB + message, engine="vllm")
+    assert d.category is want
+    assert d.evidence[0].endswith(message[-30:])
+
+
+@pytest.mark.parametrize(
+    ("exception", "want"),
+    [
+        # a ValueError no rule knows: a refused value, the model's when the message names it
+        ("ValueError: expected sliding_window to be set for every layer", C.MODEL_INCOMPATIBLE),
+        ("ValueError: the served name 'x y' has a space in it", C.INVALID_CONFIG),
+        ("NotImplementedError: paged KV for cross-attention", C.MODEL_INCOMPATIBLE),
+    ],
+)
+def test_an_unknown_exception_is_read_by_its_type_not_as_a_crash(exception: str, want: C) -> None:
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/app/server.py", line 10, in main\n'
+        "    start()\n" + exception
+    )
+    d = classify(log)
+    assert d.category is want
+    assert d.category is not C.RUNTIME_CRASH
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "ValueError: Cannot use chat template functions because tokenizer.chat_template is not "
+        "set and no template argument was passed!",
+        "ValueError: As of transformers v4.44, default chat template is no longer allowed, so "
+        "you must provide a chat template if the tokenizer does not define one.",
+    ],
+)
+def test_a_missing_chat_template_is_a_setting_to_pass(message: str) -> None:
+    d = classify(
+        "INFO 05-01 10:00:00 [serving_chat.py:1] chat request\n"
+        "Traceback (most recent call last):\n"
+        '  File "/opt/venv/lib/python3.12/site-packages/transformers/tokenization_utils_base.py"'
+        ", line 1621, in apply_chat_template\n" + message,
+        engine="vllm",
+    )
+    assert d.category is C.INVALID_CONFIG
+    assert d.remedy and "--chat-template" in d.remedy
+
+
+_PARSED = (
+    "llama_model_loader: loaded meta data with 27 key-value pairs and 399 tensors from "
+    "/models/m.gguf (version GGUF V3 (latest))\n"
+    "llama_model_loader: - kv   0:                       general.architecture str = gemma3\n"
+)
+
+
+def test_llama_cpp_refusing_a_parsed_gguf_is_the_model_not_the_file() -> None:
+    log = _PARSED + (
+        "llama_model_load_from_file_impl: failed to load model\n"
+        "common_init_from_params: failed to load model '/models/m.gguf'\n"
+        "main: exiting due to model loading error\n"
+    )
+    d = classify(log, engine="llama.cpp")
+    assert d.category is C.MODEL_INCOMPATIBLE
+    assert d.rule == "llama.cpp:refused-after-reading-the-gguf-header"
+
+
+def test_llama_cpp_failing_to_open_the_file_stays_a_load_failure() -> None:
+    log = (
+        "gguf_init_from_file_impl: failed to open GGUF file '/models/m.gguf'\n"
+        "llama_model_load: error loading model: llama_model_loader: failed to load model from "
+        "/models/m.gguf\n"
+        "llama_model_load_from_file_impl: failed to load model\n"
+        "main: exiting due to model loading error\n"
+    )
+    assert classify(log, engine="llama.cpp").category is C.MODEL_LOAD_FAILURE
+    # a damaged file after its header was read is still the file
+    damaged = _PARSED + (
+        "llama_model_load: error loading model: tensor 'blk.31.ffn_down.weight' data is not "
+        "within the file bounds, model is corrupted or incomplete\n"
+        "llama_model_load_from_file_impl: failed to load model\n"
+    )
+    assert classify(damaged, engine="llama.cpp").category is C.MODEL_LOAD_FAILURE
+
+
+@pytest.mark.parametrize(
+    "cause",
+    [
+        "gguf_init_from_file_impl: tensor 'blk.0.ffn_down_exps.weight' has invalid ggml type "
+        "39 (NONE)\ngguf_init_from_file_impl: failed to read tensor info",
+        "llama_model_load: error loading model: check_tensor_dims: tensor "
+        "'blk.0.attn_q_norm.weight' not found",
+    ],
+)
+def test_llama_cpp_names_a_tensor_this_build_does_not_know(cause: str) -> None:
+    log = cause + "\nllama_model_load_from_file_impl: failed to load model\n"
+    assert classify(log, engine="llama.cpp").category is C.MODEL_INCOMPATIBLE
+
+
+def test_the_shell_reporting_a_killed_job_is_the_oom_killer() -> None:
+    log = (
+        "[2025-05-01 10:00:00] Load weight begin. avail mem=78.12 GB\n"
+        "/usr/bin/bash: line 1:   123 Killed                  python3 -m "
+        "sglang.launch_server --model-path /m\n"
+    )
+    d = classify(log, engine="sglang")
+    assert d.category is C.OOM_HOST
+
+
+def test_logger_lines_are_never_a_posted_answer() -> None:
+    log = "\n".join(
+        f"INFO 05-01 10:{m:02d}:00 [core.py:1] Waiting for core engine process to start..."
+        for m in range(0, 30, 10)
+    )
+    d = classify(log, engine="vllm")
+    assert d.rule != "output:posted-answer"
+    # the log stops on vLLM's own start-up phase: a stall, said as a guess
+    assert d.category is C.STARTUP_TIMEOUT_OR_HANG and d.guessing
