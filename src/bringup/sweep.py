@@ -34,6 +34,7 @@ from bringup.server.orphans import reconcile
 from bringup.spec import Config, Spec
 from bringup.store import Store, launch_key
 from bringup.store import launched as launched_record
+from bringup.store.exchange import provenance
 from bringup.trial import LiveServer, TrialContext, run_trial
 from bringup.verdict import Stage, Status, TrialResult
 
@@ -260,6 +261,9 @@ class _RowSink:
         self.on_event(self.rec.event(self.job_seq, total, result, stage, message, exact))
 
     def reused(self, result: TrialResult, prior_trial: str) -> None:
+        seen = provenance(self.rec.store, prior_trial)
+        if seen:  # a verdict imported from another store cites where it was seen
+            result.note = f"{result.note or 'verdict reused'}; {seen}"
         self.rec.save(
             self.job_seq,
             result,

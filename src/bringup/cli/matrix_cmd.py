@@ -17,14 +17,26 @@ from bringup.textsafe import printable
 @click.option(
     "--rules", "with_rules", is_flag=True, help="Name the diagnosis rule that decided each failure."
 )
-def matrix(db: str, flags: tuple[str, ...], with_rules: bool) -> None:
+@click.option(
+    "--export",
+    "export_to",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write every decided verdict, with its fingerprint, to FILE (for `sweep --import`).",
+)
+def matrix(db: str, flags: tuple[str, ...], with_rules: bool, export_to: str | None) -> None:
     """Flag value by fingerprint (hardware, engine version): works, category or not tried."""
     from bringup.store import Store
+    from bringup.store.exchange import export_verdicts
 
     if not Path(db).is_file():
         raise BringupError(f"no results database at {db}; run `bringup sweep` first or pass --db.")
     store = Store(db)
     try:
+        if export_to is not None:
+            n = export_verdicts(store, Path(export_to))
+            click.echo(printable(f"exported {n} decided verdicts to {export_to}"))
+            return
         result = compatibility_matrix(store.iter_all_trials())
     finally:
         store.close()

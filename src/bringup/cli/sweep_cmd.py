@@ -20,6 +20,7 @@ from bringup.files import redact_file
 from bringup.secrets import secret_values
 from bringup.spec import Spec, load_spec, parse_set, parse_spec
 from bringup.store import Store, launched
+from bringup.store.exchange import import_verdicts
 from bringup.sweep import SweepOptions, launch_one, prepare, run_sweep
 from bringup.textsafe import printable
 from bringup.verdict import Status
@@ -51,12 +52,18 @@ def _sweep(
     address: str | None = None,
     max_in_flight: int | None = None,
     json_out: bool = False,
+    imports: tuple[str, ...] = (),
 ) -> None:
     console = Console(stderr=json_out)  # with --json, stdout holds the JSON object only
     if (executor or spec.plan.executor) == "local":
         check_local_concurrency(spec, max_in_flight)  # before anything is recorded
     prep = prepare(spec)
     store = Store(db)
+    for path in imports:
+        got = import_verdicts(store, Path(path))
+        console.print(
+            Text(printable(f"imported {got.added} verdicts from {path} ({got.known} known here)"))
+        )
     options = SweepOptions(
         runs_dir=runs_dir,
         rerun=rerun,
@@ -115,6 +122,13 @@ def _sweep(
     default=None,
     help="Trials at once (default: here 1, on Ray as many as the cluster's resources fit).",
 )
+@click.option(
+    "--import",
+    "imports",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Verdicts from `matrix --export` to reuse where the fingerprint matches (repeatable).",
+)
 @api_key_env_option
 @json_option
 def sweep(
@@ -128,6 +142,7 @@ def sweep(
     executor: str | None,
     address: str | None,
     max_in_flight: int | None,
+    imports: tuple[str, ...],
     api_key_env: str | None,
     json_out: bool,
 ) -> None:
@@ -145,6 +160,7 @@ def sweep(
         address,
         max_in_flight,
         json_out,
+        imports,
     )
 
 

@@ -148,7 +148,10 @@ class Store:
                 (run_id, run_id, run_id),
             ).fetchone()
         else:
-            row = self.db.execute("SELECT * FROM runs ORDER BY created DESC LIMIT 1").fetchone()
+            # the latest sweep: rows imported from elsewhere (store.exchange) are not one
+            row = self.db.execute(
+                "SELECT * FROM runs WHERE status != 'imported' ORDER BY created DESC LIMIT 1"
+            ).fetchone()
         if row is None:
             return None
         out = dict(row)
