@@ -166,3 +166,73 @@ def test_logger_lines_are_never_a_posted_answer() -> None:
     assert d.rule != "output:posted-answer"
     # the log stops on vLLM's own start-up phase: a stall, said as a guess
     assert d.category is C.STARTUP_TIMEOUT_OR_HANG and d.guessing
+
+
+@pytest.mark.parametrize(
+    ("engine", "log", "want"),
+    [
+        (
+            "sglang",
+            "[2025-01-01 10:00:00] Rank 0 scheduler is dead.\n"
+            "[2025-01-01 10:00:00] Child process unexpectedly failed with exitcode=-9. pid=12",
+            C.OOM_HOST,
+        ),
+        (
+            "sglang",
+            "AssertionError: fp8e4nv data type is not supported on CUDA arch < 89",
+            C.UNSUPPORTED_HARDWARE,
+        ),
+        (
+            "vllm",
+            "vllm 0.6.3 requires torch==2.4.0, but you have torch 2.5.1 which is incompatible.",
+            C.MISSING_DEPENDENCY,
+        ),
+        (
+            "tgi",
+            'docker: Error response from daemon: could not select device driver "" with '
+            "capabilities: [[gpu]].",
+            C.MISSING_DEPENDENCY,
+        ),
+        (
+            "vllm",
+            "OSError: Incorrect path_or_model_id: '/models/Llama-3-8B'. Please provide either "
+            "the path to a local folder or the repo_id of a model on the Hub.",
+            C.MODEL_LOAD_FAILURE,
+        ),
+        (
+            "ollama",
+            "verifying sha256 digest\nError: digest mismatch, file must be downloaded again",
+            C.MODEL_LOAD_FAILURE,
+        ),
+        (
+            "ollama",
+            "pulling manifest\npulling 8eeb52dfb3bb...  43% 2.1 GB/4.7 GB\nError: unexpected EOF",
+            C.MODEL_LOAD_FAILURE,
+        ),
+        (
+            "trtllm",
+            "FileNotFoundError: [Errno 2] No such file or directory: '/engines/llama/rank0.engine'",
+            C.MODEL_LOAD_FAILURE,
+        ),
+        (
+            "vllm",
+            "(VllmWorker rank=1 pid=2) WARNING 05-01 10:00:00 [shm_broadcast.py:466] No available "
+            "shared memory broadcast block found in 60 second. This typically happens when some "
+            "processes are hanging.",
+            C.STARTUP_TIMEOUT_OR_HANG,
+        ),
+        (
+            "sglang",
+            "ValueError: Unrecognized configuration class <class 'transformers.models.gemma3."
+            "configuration_gemma3.Gemma3Config'> for this kind of AutoModel: AutoModelForCausalLM.",
+            C.MODEL_INCOMPATIBLE,
+        ),
+    ],
+)
+def test_families_of_runtime_and_download_signals(engine: str, log: str, want: C) -> None:
+    assert classify(log, engine=engine).category is want
+
+
+def test_an_eof_outside_a_pull_is_not_a_download() -> None:
+    d = classify("Error: unexpected EOF", engine="ollama")
+    assert d.category is not C.MODEL_LOAD_FAILURE

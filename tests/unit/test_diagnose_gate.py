@@ -37,6 +37,12 @@ SAMPLES = [
     "Head size 80 is not supported by FlashAttention. Supported head sizes are: [64, 128]",
     "trtllm_mha does not support kv cache dtype 'fp8_e5m2'. Supported: ['fp8_e4m3'].",
     "Page size 8 is not supported for trtllm_mha. It should be one of [16, 32, 64].",
+    "pulling 8eeb52dfb3bb... unexpected EOF",
+    "Child process unexpectedly exited, exitcode=-9",
+    "the tokenizer has no chat template",
+    "sliding window attention is not implemented for this model",
+    "/bin/sh: line 1:  77 Killed      python3 -m vllm.entrypoints.openai.api_server",
+    "Unknown RoPE scaling type longrope",
 ]
 
 

@@ -50,7 +50,9 @@ RULES = RuleSet(
             r"^Killed$|signal: killed|\bSIGKILL\b|killed by signal 9|exit(?:ed)? (?:with )?"
             r"(?:code|status) 137\b|"
             # the shell's report of a job it ran: "line 1:  123 Killed   python3 -m ..."
-            r"(?:^|: )(?:line \d+: +)?\d+ Killed {2,}\S|^\[\d+\][+-]? +Killed +\S",
+            r"(?:^|: )(?:line \d+: +)?\d+ Killed {2,}\S|^\[\d+\][+-]? +Killed +\S|"
+            # a parent's report of a child ended by SIGKILL
+            r"exit ?code[=: ]+-9\b|exit(?:ed)? with (?:code|status) -9\b",
             C.OOM_HOST,
             3.5,
         ),
@@ -90,7 +92,7 @@ RULES = RuleSet(
             r"(?:is )?not supported on (?:this|your|the current) (?:GPU|device|platform|hardware)|"
             r"only supported (?:on|for) GPUs? with compute capability|"
             r"only supports (?:Ampere|Hopper|Blackwell|sm ?\d+)|requires? (?:an? )?sm_?\d+a?\b|"
-            r"Unsupported SM version",
+            r"Unsupported SM version|not supported on CUDA arch|\bCUDA arch [<>]=? ?\d+",
             C.UNSUPPORTED_HARDWARE,
             4,
             "choose a backend known to support this GPU (or the one the message names)",
@@ -187,6 +189,8 @@ RULES = RuleSet(
             r"(?:please |pip )install\b|is not installed|requires? (?:the )?[\w.-]+ "
             r"(?:package|library) (?:to be installed|version)|"
             r"version (?:mismatch|conflict)|incompatible version|"
+            # pip's resolver: "x 0.6 requires torch==2.4.0, but you have torch 2.5.1 ..."
+            r"requires [\w.-]+ ?[<>=!~]=?[^,]{0,40}, but you have [\w.-]+ |"
             r"the provided PTX was compiled with an unsupported toolchain",
             C.MISSING_DEPENDENCY,
             3,
@@ -224,6 +228,8 @@ RULES = RuleSet(
             r"Can't load (?:the )?(?:tokenizer|configuration|config) for|"
             r"We couldn't connect to 'https://huggingface\.co'|LocalEntryNotFoundError|"
             r"HFValidationError|Unrecognized model in .*Should have a `model_type` key|"
+            r"Incorrect path_or_model_id|Cannot access gated repo|You must be authenticated|"
+            r"Access to model [\w./-]+ is restricted|"
             r"MetadataIncompleteBuffer",
             C.MODEL_LOAD_FAILURE,
             5,
@@ -238,7 +244,8 @@ RULES = RuleSet(
             "the model file is corrupt or incomplete: download again",
         ),
         rule(
-            r"No such file or directory.*(?:model|\.gguf|\.safetensors|config\.json)|"
+            r"No such file or directory.*(?:model|\.gguf|\.safetensors|config\.json|\.engine\b|"
+            r"\.bin\b|\.pth?\b|tokenizer|checkpoint|weights)|"
             r"(?:model|checkpoint) (?:file|path|directory) .*(?:not found|does not exist)",
             C.MODEL_LOAD_FAILURE,
             3.5,

@@ -237,6 +237,11 @@ TRIGGERS: tuple[str, ...] = (
     "extra inputs",
     "ordinal",
     "resource",
+    # the families of signals_launch / signals_runtime that name no error word
+    "eof",
+    "exitcode",
+    "template",
+    "implement",
 )
 
 

@@ -169,6 +169,25 @@ RULES: tuple[Rule, ...] = (
         "no kernel for this GPU: choose a backend, dtype or build that supports it",
         name="no-kernel-for-this-gpu",
     ),
+    # transformers' Auto classes without a mapping for this config class
+    rule(
+        r"Unrecognized configuration class .{0,200}? for this kind of AutoModel",
+        C.MODEL_INCOMPATIBLE,
+        4.5,
+        "the installed transformers has no model class of this kind for the model's config: "
+        "a newer transformers/engine, or a model of a supported kind",
+        name="no-auto-class-for-config",
+    ),
+    # ranks waiting on each other for a message that never comes (vLLM's shared-memory
+    # broadcast between its workers): a hang, as it says
+    rule(
+        r"No available shared memory broadcast block found in \d+ seconds?",
+        C.STARTUP_TIMEOUT_OR_HANG,
+        4.5,
+        "a worker stopped answering the others (hung in a collective, a compile or a kernel): "
+        "see the last lines of each rank; --disable-custom-all-reduce, or NCCL_DEBUG=INFO",
+        name="ranks-waiting-on-a-broadcast",
+    ),
     # what the model's own config asks for, refused: a newer model than the code
     rule(
         r"(?:not (?:yet )?supported|unsupported|not (?:yet )?implemented|(?:does not|doesn't) "

@@ -184,7 +184,8 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"forward compatibility was attempted on non supported HW|"
         r"cudaErrorCompatNotSupportedOnDevice|Unexpected error from cudaGetDeviceCount|"
-        r"nvidia-container-cli: requirement error|unsatisfied condition: cuda|"
+        r"nvidia-container-cli: (?:requirement|initialization) error|unsatisfied condition: cuda|"
+        r"could not select device driver .{0,20}with capabilities: \[\[gpu\]\]|"
         r"please update your (?:GPU |NVIDIA )?driver|"
         r"driver version is (?:too old|insufficient)",
         C.MISSING_DEPENDENCY,

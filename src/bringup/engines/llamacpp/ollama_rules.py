@@ -18,6 +18,22 @@ RULES = RuleSet(
             "pull the model first (ollama pull NAME) or check the name/tag",
         ),
         rule(
+            r"digest mismatch|file must be downloaded again",
+            C.MODEL_LOAD_FAILURE,
+            5,
+            "the downloaded blob is damaged: remove it and pull the model again",
+            name="pull-digest-mismatch",
+        ),
+        # an EOF while pulling is a cut download (elsewhere it may be any closed stream)
+        rule(
+            r"\bunexpected EOF\b",
+            C.MODEL_LOAD_FAILURE,
+            4,
+            "the download was cut off: pull again (check the network or proxy)",
+            name="pull-cut-off",
+            also=r"pulling (?:manifest|[0-9a-f]{6,})",
+        ),
+        rule(
             r"requires a newer version of Ollama|not supported by your version of Ollama|"
             r"unsupported model (?:format|type)",
             C.MODEL_INCOMPATIBLE,
