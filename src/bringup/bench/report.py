@@ -47,6 +47,13 @@ def is_metric(name: str) -> bool:
     return (name[tag.end() :] if tag else name) in METRIC_NAMES
 
 
+def level_tag(kind: str, value: float) -> str:
+    """``c4`` for 4 closed-loop streams, ``r2p5`` for 2.5 requests/s."""
+    if kind == "concurrency":
+        return f"c{int(value)}"
+    return "r" + f"{value:g}".replace(".", "p")
+
+
 @dataclass
 class LevelMetrics:
     """Figures of one level, pooled over its repeats (distributions) or averaged (rates)."""
@@ -106,9 +113,7 @@ class LevelResult:
 
     @property
     def tag(self) -> str:
-        if self.kind == "concurrency":
-            return f"c{int(self.value)}"
-        return "r" + f"{self.value:g}".replace(".", "p")
+        return level_tag(self.kind, self.value)
 
     def flat(self) -> dict[str, float]:
         """This level's figures as flat keys without the tag."""

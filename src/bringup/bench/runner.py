@@ -5,11 +5,17 @@ runs it on uvloop. With ``cfg.processes > 1`` each measured window is split over
 client processes (started once per benchmark, see :mod:`bringup.bench.workers`) that
 start together at an absolute time, so the load generator can use more than one core; their
 records are merged before any figure is computed.
+
+``progress``, when given, gets one line as each measured window starts and ends, and a
+line every ``HEARTBEAT_S`` while a window runs, so a long benchmark says where it is.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator, Callable
 from typing import Literal
 
 import aiohttp
@@ -20,13 +26,21 @@ from bringup.bench.load import LevelRun, arrival_offsets, warm_up
 from bringup.bench.metrics import WindowFigures, window_figures
 from bringup.bench.prompts import prepare
 from bringup.bench.records import RequestRecord, now
-from bringup.bench.report import BenchReport, LevelResult, level_result, load_notes
+from bringup.bench.report import (
+    BenchReport,
+    LevelResult,
+    level_result,
+    level_tag,
+    load_notes,
+)
 from bringup.bench.sentinels import SentinelsUnderLoad, answer_all
 from bringup.bench.stall import StallWatch, expected_from, from_requests
 from bringup.bench.workers import ClientProcesses, Window, drive, run_on_fast_loop
 from bringup.http import OpenAIClient
 
 _POOL_CAP = 1024  # distinct prompts kept; duration-bounded levels cycle through them
+HEARTBEAT_S = 10.0  # a line this often while a window runs: alive, not hung
+Progress = Callable[[str], None]
 
 
 class _Prompts:
@@ -55,7 +69,33 @@ def _pool_size(cfg: BenchConfig) -> int:
     return min(_POOL_CAP, levels * cfg.repeats * (per_level + cfg.warmup))
 
 
-async def run_benchmark(base_url: str, cfg: BenchConfig) -> BenchReport:
+@contextlib.asynccontextmanager
+async def _window_progress(progress: Progress | None, what: str) -> AsyncIterator[None]:
+    """Say a window started, that it still runs every ``HEARTBEAT_S``, and when it ended."""
+    if progress is None:
+        yield
+        return
+    start = time.monotonic()
+    progress(f"{what}: measuring")
+
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_S)
+            progress(f"{what}: still measuring, {time.monotonic() - start:.0f} s")
+
+    task = asyncio.ensure_future(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    progress(f"{what}: done in {time.monotonic() - start:.1f} s")
+
+
+async def run_benchmark(
+    base_url: str, cfg: BenchConfig, progress: Progress | None = None
+) -> BenchReport:
     """Benchmark the OpenAI-compatible server at ``base_url`` (e.g. ``http://127.0.0.1:8080``)."""
     started = time.monotonic()
     pool = await ClientProcesses(cfg.processes).start() if cfg.processes > 1 else None
@@ -97,9 +137,15 @@ async def run_benchmark(base_url: str, cfg: BenchConfig) -> BenchReport:
                     if rep == 0:
                         watch.timeout_s = _sentinel_timeout(cfg, stall_watch)
                         watch.start()
-                    run = await _measure(
-                        base_url, run_cfg, prompts, kind, value, rep, pool, stall_watch
-                    )
+                    tag = level_tag(kind, value)
+                    async with _window_progress(progress, f"{tag} {rep + 1}/{cfg.repeats}"):
+                        run = await _measure(
+                            base_url, run_cfg, prompts, kind, value, rep, pool, stall_watch
+                        )
+                    if progress is not None:
+                        ok = sum(1 for r in run.records if r.ok)
+                        progress(f"{tag} {rep + 1}/{cfg.repeats}: {ok} ok, "
+                                 f"{len(run.records) - ok} failed")  # fmt: skip
                     windows.append(window_figures(run.records))
                     merged.merge(run)
                     basis = basis or [r for r in run.records if r.ok]
@@ -219,6 +265,8 @@ async def _stall_record(
     }
 
 
-def run_benchmark_sync(base_url: str, cfg: BenchConfig) -> BenchReport:
+def run_benchmark_sync(
+    base_url: str, cfg: BenchConfig, progress: Progress | None = None
+) -> BenchReport:
     """``run_benchmark`` on a fresh uvloop event loop (for scripts and the CLI)."""
-    return run_on_fast_loop(run_benchmark(base_url, cfg))
+    return run_on_fast_loop(run_benchmark(base_url, cfg, progress))

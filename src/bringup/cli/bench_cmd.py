@@ -1,7 +1,9 @@
 """``bringup bench URL``: benchmark any running OpenAI-compatible server.
 
 A thin shell over :func:`bringup.bench.run_benchmark_sync`: parses the levels, prints one
-table row per level (or the whole report as JSON) and exits 1 when no request succeeded.
+table row per level (or, with ``--json``, the whole report as one JSON line on stdout) and
+exits 1 when no request succeeded. Progress goes to stderr a line at a time: each measured
+window as it starts and ends, and every few seconds while one runs.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ def render_table(report: BenchReport) -> Table:
               help="Client processes sharing the load.")  # fmt: skip
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="Per request, s.")
 @click.option("--no-ignore-eos", is_flag=True, help="Let the model stop at EOS.")
-@click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the full report as one JSON line.")
 def bench(
     url: str, concurrency: str, rate: str | None, arrival: str, input_tokens: int,
     output_tokens: int, requests: int, duration: float | None, warmup: int, repeats: int,
@@ -106,9 +108,9 @@ def bench(
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     check_reachable(url, answer_timeout_s=timeout)
-    report = run_benchmark_sync(url, cfg)
+    report = run_benchmark_sync(url, cfg, lambda line: click.echo(f"bench {line}", err=True))
     if as_json:
-        sys.stdout.write(orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(orjson.dumps(report.to_dict()).decode() + "\n")
     else:
         console = Console()
         console.print(render_table(report))
