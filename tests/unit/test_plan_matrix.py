@@ -7,7 +7,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from bringup.cli.matrix_cmd import matrix
-from bringup.plan.matrix import NOT_TRIED, WORKS, compatibility_matrix
+from bringup.plan.matrix import DEPENDS, NOT_TRIED, WORKS, compatibility_matrix
 from bringup.store import TrialRow
 from bringup.verdict import Category, Stage, Status, TrialResult
 
@@ -43,12 +43,41 @@ def test_cells_say_works_category_or_not_tried() -> None:
     h200 = "1x NVIDIA H200 (sm90) / sglang 0.5.23"
     sm120 = "1x RTX PRO 6000 (sm120) / sglang 0.5.23"
     assert m.columns == [h200, sm120]
-    assert m.cell("--moe", "trtllm", h200) == WORKS
-    assert m.cell("--moe", "trtllm", sm120) == "unsupported_hardware"
-    assert m.cell("--moe", "cutlass", sm120) == WORKS
+    assert m.cell("--moe", "trtllm", h200) == "works 1"
+    assert m.verdict("--moe", "trtllm", h200) == WORKS
+    assert m.cell("--moe", "trtllm", sm120) == "unsupported_hardware 1"
+    # passed once, failed once, nothing else differs: both counted, no condition to name
+    assert m.cell("--moe", "cutlass", sm120) == "works 1; oom_gpu 1"
+    assert m.verdict("--moe", "cutlass", sm120) == DEPENDS
     assert m.cell("--moe", "cutlass", h200) == NOT_TRIED
     assert ("--moe", "cutedsl") not in m.rows
     assert m.table()[0] == ["flag", "value", h200, sm120]
+
+
+def test_a_value_that_works_only_beside_another_says_under_which() -> None:
+    rows = [
+        row(H200, {"--fa": "on", "--ctv": "q8_0"}, "passed"),
+        row(H200, {"--fa": "on", "--ctv": "q8_0", "--np": 4}, "passed"),
+        row(H200, {"--fa": "off", "--ctv": "q8_0"}, "failed", "invalid_config"),
+        row(H200, {"--fa": "off", "--ctv": "q8_0", "--np": 4}, "failed", "invalid_config"),
+        row(H200, {"--fa": "off", "--ctv": "f16"}, "passed"),
+    ]
+    m = compatibility_matrix(rows)
+    h200 = m.columns[0]
+    assert m.verdict("--ctv", "q8_0", h200) == DEPENDS  # never plain "works"
+    assert m.cell("--ctv", "q8_0", h200) == ("works 2 with --fa=on; invalid_config 2 with --fa=off")
+    assert m.cell("--ctv", "f16", h200) == "works 1"
+    assert m.cell("--fa", "off", h200) == (
+        "works 1 with --ctv=f16; invalid_config 2 with --ctv=q8_0"
+    )
+
+
+def test_reused_rows_count_once() -> None:
+    first = row(H200, {"--moe": "trtllm"}, "failed", "oom_gpu")
+    copy = row(H200, {"--moe": "trtllm"}, "failed", "oom_gpu")
+    copy.reused_from = "t"
+    m = compatibility_matrix([first, copy])
+    assert m.cell("--moe", "trtllm", m.columns[0]) == "oom_gpu 1"
 
 
 def test_matrix_command_reads_the_store(tmp_path: Path) -> None:
@@ -86,8 +115,9 @@ def test_matrix_command_reads_the_store(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     lines = out.output.splitlines()
     assert "sm120" in lines[0]
-    assert any("cutlass" in ln and WORKS in ln for ln in lines)
-    assert any("trtllm" in ln and "unsupported_hardware" in ln for ln in lines)
+    assert any("cutlass" in ln and "works 1" in ln for ln in lines)
+    assert any("trtllm" in ln and "unsupported_hardware 1" in ln for ln in lines)
+    assert lines[-1].startswith("cells: works: every decided trial")
 
 
 def test_matrix_command_without_a_database(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from bringup.errors import BringupError
-from bringup.plan.matrix import NOT_TRIED, WORKS, compatibility_matrix
+from bringup.plan.matrix import DEPENDS, NOT_TRIED, RULE, WORKS, compatibility_matrix
 from bringup.textsafe import printable
 
 
@@ -25,7 +25,8 @@ from bringup.textsafe import printable
     help="Write every decided verdict, with its fingerprint, to FILE (for `sweep --import`).",
 )
 def matrix(db: str, flags: tuple[str, ...], with_rules: bool, export_to: str | None) -> None:
-    """Flag value by fingerprint (hardware, engine version): works, category or not tried."""
+    """Flag value by fingerprint (hardware, engine version): works, depends (with the other
+    values each outcome came with), a failure category or not tried, with counts."""
     from bringup.store import Store
     from bringup.store.exchange import export_verdicts
 
@@ -40,21 +41,23 @@ def matrix(db: str, flags: tuple[str, ...], with_rules: bool, export_to: str | N
         result = compatibility_matrix(store.iter_all_trials())
     finally:
         store.close()
-    table = result.table(rules=with_rules)
+    raw = result.table(rules=with_rules)
     if flags:
-        table = [table[0], *(r for r in table[1:] if r[0] in flags)]
-    if len(table) == 1:
+        raw = [raw[0], *(r for r in raw[1:] if r[0] in flags)]
+    if len(raw) == 1:
         click.echo("no decided trials recorded yet.")
         return
-    table = [[printable(cell) for cell in row] for row in table]  # stored flag values
+    colour = {WORKS: "green", DEPENDS: "yellow", NOT_TRIED: None}
+    table = [[printable(cell) for cell in row] for row in raw]  # stored flag values
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     for i, row in enumerate(table):
         parts = []
         for j, (text, width) in enumerate(zip(row, widths, strict=True)):
             cell = text.ljust(width)
-            if i and j >= 2 and text == WORKS:
-                cell = click.style(cell, fg="green")
-            elif i and j >= 2 and text != NOT_TRIED:  # a category, perhaps with its rule
-                cell = click.style(cell, fg="red")
+            if i and j >= 2:
+                word = result.verdict(raw[i][0], raw[i][1], result.columns[j - 2])
+                fg = colour.get(word, "red")  # anything else is a failure category
+                cell = click.style(cell, fg=fg) if fg else cell
             parts.append(cell)
         click.echo("  ".join(parts).rstrip())
+    click.echo(f"cells: {RULE}")
