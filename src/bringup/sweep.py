@@ -77,6 +77,7 @@ class SweepOutcome:
     engine_version: str
     fingerprint: dict[str, Any]
     commands: dict[str, str] = field(default_factory=dict)
+    reused: dict[str, str] = field(default_factory=dict)  # trial id -> the trial it reused
 
 
 @dataclass
@@ -307,6 +308,7 @@ async def run_sweep(
     runner = (executor or executor_for(spec, options))(rec, options)
     seq = store.next_seq(run_id)
     results: list[TrialResult] = []
+    reused: dict[str, str] = {}
     running: dict[asyncio.Task[TrialDone], TrialJob] = {}
 
     def job_for(planned: PlannedTrial) -> TrialJob:
@@ -346,6 +348,8 @@ async def run_sweep(
                 job = running.pop(task)
                 done = task.result()
                 results.append(done.result)
+                if done.reused_from:
+                    reused[done.result.trial_id] = done.reused_from
                 # answers exist only when the reference passed its correctness stage
                 if done.answers is not None and job.collect_reference:
                     reference = done.answers
@@ -372,7 +376,14 @@ async def run_sweep(
             run_id, status, winner.trial_id if winner else None, planner.notes, planner.pruned
         )
     return SweepOutcome(
-        run_id, run_dir, results, winner, planner, prep.engine_version, prep.fingerprint
+        run_id,
+        run_dir,
+        results,
+        winner,
+        planner,
+        prep.engine_version,
+        prep.fingerprint,
+        reused=reused,
     )
 
 

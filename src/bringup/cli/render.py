@@ -104,9 +104,11 @@ def flag_legend(spec: Spec) -> dict[str, str]:
     return legend
 
 
-def _legend_caption(legend: dict[str, str]) -> Text:
+def _legend_caption(legend: dict[str, str], reused: bool = False) -> Text:
     names = ", ".join(f"{s}={printable(f)}" for f, s in legend.items())
     cpu = "CPU: share of the machine left to the benchmark (! = under contention)"
+    if reused:
+        cpu += "\n(reused): an earlier trial's verdict (same configuration and fingerprint)"
     return Text(f"flags: {names} (the reference's values omitted)\n{cpu}" if names else cpu)
 
 
@@ -156,7 +158,7 @@ def results_table(outcome: SweepOutcome, spec: Spec) -> Table:
     legend = flag_legend(spec)
     table = Table(
         title=Text(f"run {outcome.run_id}"),
-        caption=_legend_caption(legend),
+        caption=_legend_caption(legend, bool(outcome.reused)),
         caption_justify="left",
         show_lines=False,
         box=box.SIMPLE_HEAD,
@@ -178,6 +180,8 @@ def results_table(outcome: SweepOutcome, spec: Spec) -> Table:
         verdict = Text(status, STYLE.get(r.status.value, "white"))
         if r.failure:
             verdict += Text(f" {r.failure.category.value}")
+        if r.trial_id in outcome.reused:  # an earlier verdict, not measured in this run
+            verdict += Text(" (reused)", "dim")
         table.add_row(
             str(i),
             Text(_short_flags(r.flags, legend, spec)),

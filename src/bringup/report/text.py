@@ -14,6 +14,7 @@ from typing import Any
 from bringup.contention import contention_warnings, cpu_left_cell
 from bringup.report.model import KEY_FIGURES, RunReport
 from bringup.report.tradeoff import threshold_hint, tradeoff_rows
+from bringup.store import TrialRow
 
 TOP = 5
 STATUS_ORDER = ("passed", "unchecked", "failed", "interrupted", "running", "skipped", "pruned")
@@ -98,6 +99,16 @@ def _tradeoff(report: RunReport) -> list[str]:
     return out
 
 
+def _reused(trial: TrialRow) -> str:
+    """A verdict this run took from an earlier trial says so where it is shown."""
+    return f" (reused from {trial.reused_from})" if trial.reused_from else ""
+
+
+def _reused_count(report: RunReport) -> str:
+    n = sum(1 for t in report.trials if t.reused_from)
+    return f" ({n} reused from earlier trials, not run again)" if n else ""
+
+
 def render_text(report: RunReport) -> str:
     run, rid = report.run, report.run_id
     fp = report.fingerprint
@@ -108,7 +119,7 @@ def render_text(report: RunReport) -> str:
         f"machine: {fingerprint_line(fp)}",
         f"model: {fp.get('model') or '?'}"
         + (f" (sha256 {str(fp['model_sha256'])[:12]})" if fp.get("model_sha256") else ""),
-        f"verdicts: {verdict_counts(report)}",
+        f"verdicts: {verdict_counts(report)}" + _reused_count(report),
     ]
     win = report.winner
     if win is not None:
@@ -132,7 +143,9 @@ def render_text(report: RunReport) -> str:
         ]
         rows = [
             [
-                short_id(t.id, rid) + (" *" if win is not None and t.id == win.id else ""),
+                short_id(t.id, rid)
+                + (" *" if win is not None and t.id == win.id else "")
+                + _reused(t),
                 report.label(t.flags),
                 *(fmt(t.metrics.get(key)) for key, _ in KEY_FIGURES),
                 fmt(t.timings.get("ready_s")),
@@ -157,7 +170,8 @@ def render_text(report: RunReport) -> str:
         for category, group in failures.items():
             t = group[0]
             lines.append(
-                f"  {category} x{len(group)}: {short_id(t.id, rid)} {report.label(t.flags)}"
+                f"  {category} x{len(group)}: {short_id(t.id, rid)}{_reused(t)} "
+                f"{report.label(t.flags)}"
                 f" (stage {t.stage})"
             )
             evidence = (t.evidence or [t.detail or ""])[0]
