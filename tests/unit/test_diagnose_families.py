@@ -73,7 +73,8 @@ def test_an_unknown_exception_is_read_by_its_type_not_as_a_crash(exception: str,
     )
     d = classify(log)
     assert d.category is want
-    assert d.category is not C.RUNTIME_CRASH
+    # the type of an exception names a kind of failure, not its cause: said as a guess
+    assert d.guessing and d.confidence < 0.5
 
 
 @pytest.mark.parametrize(

@@ -45,6 +45,12 @@ _STALLED_CONFIDENCE = 0.45  # the log stops on a start-up phase: a hang, or a cu
 _WEAK_CONFIDENCE = 0.4  # only "it stopped" lines: a crash, cause not shown
 _ANSWER_CONFIDENCE = 0.3  # the log is an answer someone posted: its text is the complaint
 _NO_SIGNAL_CONFIDENCE = 0.1
+# A rule below this weight names the kind of failure, not its cause ("a ValueError was
+# raised", "CUDA error", "failed to load model"): when such a rule decides, the answer is
+# a guess and says so, however far it leads the others (a confident wrong answer costs
+# more than an admitted guess).
+_CAUSE = 2.0
+_PRIOR_CONFIDENCE = 0.45
 _ANSWER_SHARE, _ANSWER_CHARS = 0.6, 40
 _SCALE = 2.5  # score above _DECIDES at which confidence is ~63% of the way to its top
 _CEILING = 0.95
@@ -81,6 +87,7 @@ class _Hit:
     rule: str = ""  # "<rule set>:<rule name>", or "exit:<signal>"
     flags: tuple[str, ...] = ()
     transient: bool = False
+    prior: bool = False  # a rule of weight below _CAUSE: it names a kind, not a cause
 
 
 def _signal_of(exit_code: int | None) -> int | None:
@@ -202,6 +209,7 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
                     rule=rule_id,
                     flags=r.flags,
                     transient=r.transient,
+                    prior=r.weight < _CAUSE,
                 )
             )
     for tb in tracebacks:
@@ -399,7 +407,10 @@ def classify(
     if ranked and ranked[0][1] >= _DECIDES and not (exit_code is None and weak_only):
         category = ranked[0][0]
         won = [h for h in hits if h.category is category]
-        return _decided(category, won, lines, engine, _confidence(ranked))
+        confidence = _confidence(ranked)
+        if max(won, key=lambda h: h.score).prior:
+            confidence = min(confidence, _PRIOR_CONFIDENCE)
+        return _decided(category, won, lines, engine, confidence)
     if exit_code is None and stage in (Stage.LAUNCHING, Stage.READY):
         return diagnose_hang(text, engine)  # the caller knows it still runs: a hang
     if exit_code is None and stage is None:
