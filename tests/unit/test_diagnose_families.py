@@ -237,3 +237,67 @@ def test_families_of_runtime_and_download_signals(engine: str, log: str, want: C
 def test_an_eof_outside_a_pull_is_not_a_download() -> None:
     d = classify("Error: unexpected EOF", engine="ollama")
     assert d.category is not C.MODEL_LOAD_FAILURE
+
+
+@pytest.mark.parametrize(
+    ("engine", "log", "want"),
+    [
+        (
+            "trtllm",
+            "[TensorRT-LLM][ERROR] Encountered an error in forwardAsync function: "
+            "[TensorRT-LLM][ERROR] Assertion failed: Input length (4096) + max new tokens "
+            "(2048) has exceeded the maximum sequence length (4096).",
+            C.INVALID_CONFIG,
+        ),
+        (
+            "vllm",
+            "ValueError: The decoder prompt (length 9000) is longer than the maximum model "
+            "length of 8192. Make sure that `max_model_len` is no smaller than the number of "
+            "text tokens.",
+            C.INVALID_CONFIG,
+        ),
+        (
+            "trtllm",
+            "ValueError: max_num_tokens (8192) must be greater than or equal to max_seq_len",
+            C.INVALID_CONFIG,
+        ),
+        (
+            "tgi",
+            "ERROR download: text_generation_launcher: Download encountered an error:\n"
+            "Error: DownloadError",
+            C.MODEL_LOAD_FAILURE,
+        ),
+        (
+            "llama.cpp",
+            "common_download_file_single: invalid http status code received: 404\n"
+            "common_init_from_params: failed to load model",
+            C.MODEL_LOAD_FAILURE,
+        ),
+        (
+            "sglang",
+            "RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by "
+            "other processes. min_per_gpu_memory=10.5, local_gpu_memory=78.2",
+            C.OOM_GPU,
+        ),
+        (
+            "vllm",
+            "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
+            "multiprocessing, you must use the 'spawn' start method",
+            C.INVALID_CONFIG,
+        ),
+        (
+            "llama.cpp",
+            "libc++abi: terminating due to uncaught exception of type std::runtime_error: "
+            "bad diff\nAbort trap: 6",
+            C.RUNTIME_CRASH,
+        ),
+        # a vLLM line whose poster cut the date: the exception is still read as one
+        (
+            "vllm",
+            "(EngineCore pid=1) ERROR [core.py:708] ValueError: Unsupported model type `qwen3_moe`",
+            C.MODEL_INCOMPATIBLE,
+        ),
+    ],
+)
+def test_families_of_lengths_downloads_and_process_signals(engine: str, log: str, want: C) -> None:
+    assert classify(log, engine=engine).category is want

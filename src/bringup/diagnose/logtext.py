@@ -24,10 +24,11 @@ _PREFIXES = [
     re.compile(r"^(?:\([^()]*\bpid=\d+\)\s*)+"),
     # Ray worker tags: "(raylet) ", "(RayWorkerWrapper pid=12, ip=...) "
     re.compile(r"^\((?:raylet|[\w-]+ pid=[^)]*)\)\s*"),
-    # vLLM level + date: "ERROR 08-11 10:45:36 [multiproc_executor.py:511] "
+    # vLLM level + date: "ERROR 08-11 10:45:36 [multiproc_executor.py:511] " (the date
+    # is left out of some posts and formats: "ERROR [core.py:708] ")
     re.compile(
-        r"^(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
-        r"(?:\[[^\]]+\]|[\w.]+:\d+\])\s?"
+        r"^(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)(?: \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+        r"(?:\[[^\]]+\]|[\w.]+:\d+\])| \[[\w.-]+\.py:\d+\])\s?"
     ),
     # SGLang: "[2025-06-23 15:07:01 TP6] " (optionally followed by a level)
     re.compile(r"^\[\d{4}-\d\d-\d\d[ T][\d:.,]+[^\]]*\]\s*(?:(?:INFO|WARNING|ERROR|DEBUG)\s+)?"),

@@ -33,8 +33,8 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"ArgumentValidation|`\w+`\s*(?:\(\d+\)\s*)?must be (?:<=?|>=?|lower|greater|smaller|"
         r"larger|less|at (?:most|least)|strictly)|"
-        r"\b\w*(?:max|min|num|size|len|tokens)\w* must be (?:<=?|>=?|less|greater|at "
-        r"(?:most|least))",
+        r"\b\w*(?:max|min|num|size|len|tokens)\w* (?:\(\d+\) )?must be (?:<=?|>=?|less|"
+        r"greater|at (?:most|least))",
         C.INVALID_CONFIG,
         4.5,
         "one setting must stay below another (e.g. max input tokens below max total "
@@ -47,6 +47,8 @@ RULES: tuple[Rule, ...] = (
         r"exceeds? (?:the )?(?:model's |available )?(?:maximum )?(?:context|max_model_len|"
         r"max_seq_len|n_ctx)\b|"
         r"(?:prompt|input|request) (?:is )?too long|"
+        r"is longer than the maximum model length|"
+        r"(?:has )?exceeded the maximum (?:sequence|input|model) length|"
         r"(?:prompt|input)(?: length)? \(?\d+(?: tokens)?\)? (?:exceeds|is longer than|"
         r"is larger than)",
         C.INVALID_CONFIG,
@@ -98,6 +100,15 @@ RULES: tuple[Rule, ...] = (
         "and the interconnect",
         name="mpi-error",
     ),
+    # CUDA initialised before the engine forked its workers: the start method is a setting
+    rule(
+        r"Cannot re-initialize CUDA in forked subprocess",
+        C.INVALID_CONFIG,
+        4.5,
+        "CUDA was initialised before the workers were forked: use the spawn start method "
+        "(VLLM_WORKER_MULTIPROC_METHOD=spawn) and do not touch CUDA before the engine starts",
+        name="cuda-before-fork",
+    ),
     # --- 6. model files: refused format version vs not a model at all ----------------
     rule(
         r"unknown \(magic, version\) combination|is this really a GGML file|"
@@ -129,7 +140,8 @@ RULES: tuple[Rule, ...] = (
     ),
     rule(
         r"max retries exceeded|error pulling|failed to (?:download|fetch) (?:the )?"
-        r"(?:model|weights|file|manifest)|download (?:failed|interrupted)",
+        r"(?:model|weights|file|manifest)|download (?:failed|interrupted)|\bDownloadError\b|"
+        r"Download encountered an error|download\w*: invalid http status code received: 4\d\d",
         C.MODEL_LOAD_FAILURE,
         4,
         "the model download failed: retry, check the network/proxy, or pre-download",

@@ -109,7 +109,8 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"\bsignal 11\b|signal: segmentation fault|0xc0000005\b|access violation|"
         r"exit status 0xc0000409|STATUS_STACK_BUFFER_OVERRUN|\bsignal 6\b|"
-        r"signal: aborted",
+        r"signal: aborted|\bAbort trap\b|terminating due to uncaught exception|"
+        r"terminating with uncaught exception",
         C.RUNTIME_CRASH,
         2.5,
         name="crash-signal",

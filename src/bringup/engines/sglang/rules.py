@@ -34,6 +34,15 @@ RULES = RuleSet(
             "the weights leave no memory for the KV cache: more GPUs (--tp-size), a smaller "
             "quantization, or a higher --mem-fraction-static if memory is free",
         ),
+        # model_runner's check that every rank has about the same free memory
+        rule(
+            r"memory capacity is unbalanced|GPUs may be occupied by other processes",
+            C.OOM_GPU,
+            5,
+            "another process holds memory on some GPUs: free them (nvidia-smi) or choose "
+            "idle GPUs (CUDA_VISIBLE_DEVICES)",
+            name="gpu-memory-unbalanced",
+        ),
         rule(
             r"Capture cuda graph failed",
             C.RUNTIME_CRASH,
