@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,13 @@ def make_store(
     spec = {
         "engine": {"name": "llama.cpp", "env": {"GGML_CUDA_FORCE_MMQ": "1"}},
         "model": {"path": str(tmp_path / "models" / "m.gguf")},
-        "launch": {"host": "127.0.0.1", "env": {"HF_TOKEN": HF_TOKEN}, "start_timeout_s": 300},
+        # the spec pins the port the deployment serves on (the trial ran there too)
+        "launch": {
+            "host": "127.0.0.1",
+            "port": port,
+            "env": {"HF_TOKEN": HF_TOKEN},
+            "start_timeout_s": 300,
+        },
         "space": {"--flash-attn": ["on", "off"]},
     }
     fp = {
@@ -264,9 +271,8 @@ def test_systemd_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
     ]
     store, _ = make_store(tmp_path, command=command)
     dep = deployment_from(*resolve_trial(store, None))
-    paths = write_deployment(
-        dep, "systemd", tmp_path / "out", DeployOptions(bringup_bin="/usr/bin/bringup")
-    )
+    options = DeployOptions(bringup_bin="/usr/bin/bringup", user="bringup")
+    paths = write_deployment(dep, "systemd", tmp_path / "out", options)
     unit = next(p for p in paths if p.suffix == ".service")
     out = subprocess.run(
         ["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60
@@ -278,7 +284,8 @@ def test_systemd_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
         "User=bringup",
         "NoNewPrivileges=yes",
         "ProtectSystem=strict",
-        "PrivateTmp=yes",
+        "PrivateTmp=no",  # the engine lives under /tmp here: a private /tmp would hide it
+        f"ReadOnlyPaths={tmp_path}",
         "TimeoutStartSec=251",
         "EnvironmentFile=/etc/bringup/bringup-llama-cpp.env",
         "--api-key ${API_KEY}",
@@ -414,7 +421,8 @@ def test_command_engine_health_path_recorded_at_launch_reaches_the_probes(
     assert run is not None
     # deploy reads the recorded facts (as it would for this trial had it passed)
     dep = deployment_from(run, dataclasses.replace(row, status=Status.PASSED))
-    assert dep.health_path == "/ready" and dep.port == result.port
+    # no port pinned in the spec: the engine's default, never the trial's free port
+    assert dep.health_path == "/ready" and dep.port == 8000 != result.port
     files = render(dep, "k8s", DeployOptions(base_image="srv:1"))
     probed = [
         probe["httpGet"]["path"]
@@ -435,3 +443,130 @@ def _probes(node: object) -> list[dict[str, Any]]:
     if isinstance(node, list):
         return [p for v in node for p in _probes(v)]
     return []
+
+
+def _llama_store(tmp_path: Path, model: Path, *, pin: int | None, argv_extra: list[str]) -> Store:
+    """A passed llama.cpp trial whose command bringup built (``-lv 4`` included)."""
+    spec: dict[str, Any] = {
+        "engine": {"name": "llama.cpp"},
+        "model": {"path": str(model)},
+        "launch": {"args": ["-c", "2048", *argv_extra]} | ({"port": pin} if pin else {}),
+    }
+    store = Store(tmp_path / "bringup.db")
+    run_id = store.create_run(
+        spec_path="s.toml",
+        spec_digest="d",
+        spec_json=json.dumps(spec),
+        engine="llama.cpp",
+        fingerprint={"model": str(model), "gpus": []},
+        fingerprint_key="fp",
+        run_dir="r",
+    )
+    argv = ["/usr/bin/llama-server", "-m", str(model), "--host", "127.0.0.1", "--port", "41234"]
+    argv += [] if argv_extra else ["-lv", "4"]
+    argv += ["-c", "2048", *argv_extra, "--flash-attn", "on"]
+    good = TrialResult(
+        trial_id=f"{run_id}-t001",
+        flags={"--flash-attn": "on"},
+        status=Status.PASSED,
+        stage=Stage.PASSED,
+        command=argv,
+        host="127.0.0.1",
+        port=41234,
+        health_path="/health",
+    )
+    kw = {"fingerprint_key": "fp", "engine": "llama.cpp", "engine_version": "b11434 (x)"}
+    store.save_trial(run_id, 1, good, cfg_key="a", **kw)  # type: ignore[arg-type]
+    store.finish_run(run_id, "done", good.trial_id, [], [])
+    return store
+
+
+def test_deployment_serves_on_the_spec_port_without_the_trials_verbosity(tmp_path: Path) -> None:
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    dep = deployment_from(
+        *resolve_trial(_llama_store(tmp_path, model, pin=None, argv_extra=[]), None)
+    )
+    words = [str(w) for w in dep.argv]
+    assert dep.port == 8080 and words[words.index("--port") + 1] == "8080"  # llama-server's
+    assert "-lv" not in words  # bringup added it to watch the trial, not to serve
+    (tmp_path / "bringup.db").unlink()
+    dep = deployment_from(
+        *resolve_trial(_llama_store(tmp_path, model, pin=9001, argv_extra=[]), None)
+    )
+    assert dep.port == 9001 and "--port 9001" in " ".join(str(w) for w in dep.argv)
+    assert (
+        deployment_from(*resolve_trial(Store(tmp_path / "bringup.db"), None), port=7000).port
+        == 7000
+    )
+
+
+def test_verbosity_the_user_asked_for_stays(tmp_path: Path) -> None:
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    store = _llama_store(tmp_path, model, pin=None, argv_extra=["-lv", "4"])
+    words = [str(w) for w in deployment_from(*resolve_trial(store, None)).argv]
+    assert words.count("-lv") == 1
+
+
+def test_systemd_user_and_tmp_fit_where_the_model_is(tmp_path: Path) -> None:
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    model = private / "m.gguf"
+    model.write_bytes(b"GGUF")
+    dep = deployment_from(
+        *resolve_trial(_llama_store(tmp_path, model, pin=None, argv_extra=[]), None)
+    )
+    unit = render(dep, "systemd", DeployOptions(bringup_bin="/usr/bin/bringup"))
+    text = unit["bringup-llama-cpp.service"]
+    import pwd
+
+    owner = pwd.getpwuid(model.stat().st_uid).pw_name
+    assert f"User={owner}" in text and "DynamicUser" not in text  # only it may read the model
+    assert "PrivateTmp=no" in text and f"ReadOnlyPaths={private}" in text
+
+    shared = Path(tempfile.mkdtemp(dir="/var/tmp" if os.access("/var/tmp", os.W_OK) else None))
+    try:
+        shared.chmod(0o755)
+        for parent in shared.parents:
+            if not parent.stat().st_mode & 0o001:
+                pytest.skip(f"{parent} is not searchable by others on this machine")
+        open_model = shared / "m.gguf"
+        open_model.write_bytes(b"GGUF")
+        open_model.chmod(0o644)
+        (tmp_path / "bringup.db").unlink()
+        dep = deployment_from(
+            *resolve_trial(_llama_store(tmp_path, open_model, pin=None, argv_extra=[]), None)
+        )
+        text = render(dep, "systemd", DeployOptions(bringup_bin="/usr/bin/bringup"))[
+            "bringup-llama-cpp.service"
+        ]
+        assert "DynamicUser=yes" in text and "\nUser=" not in text
+        if shutil.which("systemd-analyze"):
+            unit_path = tmp_path / "bringup-llama-cpp.service"
+            unit_path.write_text(text)
+            verify = subprocess.run(
+                ["systemd-analyze", "verify", str(unit_path)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            # the engine binary of the stored command is not on this machine: only that
+            problems = [ln for ln in verify.stderr.splitlines() if "llama-server" not in ln]
+            assert not problems, verify.stderr
+    finally:
+        shutil.rmtree(shared)
+
+
+def test_the_image_is_the_proven_release_and_bringup_comes_from_a_wheel(tmp_path: Path) -> None:
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    store = _llama_store(tmp_path, model, pin=None, argv_extra=[])
+    files = render(deployment_from(*resolve_trial(store, None)), "k8s")
+    dockerfile = files["Dockerfile"]
+    assert "FROM ghcr.io/ggml-org/llama.cpp:server-b11434\n" in dockerfile
+    assert "COPY bringup-" in dockerfile and "bringup==" not in dockerfile
+    dep = deployment_from(*resolve_trial(store, None))
+    dep.engine_version = "unknown"
+    with pytest.raises(BringupError, match="names no release image; pass --image"):
+        render(dep, "compose")

@@ -22,9 +22,19 @@ from bringup.deploy import (
 @click.option("--to", "target", type=click.Choice(TARGETS), required=True, help="What to write.")
 @click.option("--out", "out_dir", default="deploy", show_default=True, help="Folder for the files.")
 @click.option("--db", default="bringup.db", show_default=True, help="SQLite results file.")
-@click.option("--port", type=int, default=None, help="Serve on this port instead of the trial's.")
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="Serve on this port [default: the spec's [launch] port, else the engine's default].",
+)
 @click.option("--image", default=None, help="Engine image the container image is built on.")
-@click.option("--user", default="bringup", show_default=True, help="systemd: the unit's User.")
+@click.option(
+    "--user",
+    default=None,
+    help="systemd: run as this existing user [default: a dynamic user where the model is "
+    "readable by anyone, else the model's owner].",
+)
 def deploy(
     ref: str | None,
     target: str,
@@ -32,7 +42,7 @@ def deploy(
     db: str,
     port: int | None,
     image: str | None,
-    user: str,
+    user: str | None,
 ) -> None:
     """Write the winner of the latest run (or of RUN, or the passed TRIAL) as a deployment."""
     store = open_store(db)
@@ -51,5 +61,6 @@ def deploy(
     if target in ("k8s", "compose"):
         click.echo(
             "inside the container the server listens on 0.0.0.0 (the stored command bound "
-            f"{dep.host}); build the image from the Dockerfile so the probes can run bringup."
+            f"{dep.host}); build the image from the Dockerfile so the probes can run bringup:"
+            f" first `pip wheel --no-deps -w {out_dir} /path/to/bringup` for its wheel."
         )

@@ -44,19 +44,19 @@ def check_env_name(name: str, where: str) -> None:
         )
 
 
-def _systemd_values(dep: Deployment, user: str) -> Iterator[tuple[str, str]]:
+def _systemd_values(dep: Deployment, user: str | None) -> Iterator[tuple[str, str]]:
     for i, word in enumerate(dep.argv):
         if isinstance(word, str):
             yield f"word {i} of the stored command line", word
     for name, value in dep.env.items():
         yield f"the value of environment variable {name}", value
-    yield "--user", user
+    yield "--user", user or ""
     yield "model.name", dep.served_model or ""
     yield "the health path", dep.health_path
     yield "the server address", dep.probe_url
 
 
-def check_deployment(dep: Deployment, target: str, user: str, image: str | None) -> None:
+def check_deployment(dep: Deployment, target: str, user: str | None, image: str | None) -> None:
     """Raise :class:`BringupError` (one sentence) for what ``target`` cannot carry safely."""
     for name in dep.env:
         check_env_name(name, "the run's environment (engine.env / launch.env)")
@@ -66,7 +66,7 @@ def check_deployment(dep: Deployment, target: str, user: str, image: str | None)
         if isinstance(word, SecretRef):
             check_env_name(word.env, "the stored command line")
     if target == "systemd":
-        if not USER_NAME.fullmatch(user):
+        if user is not None and not USER_NAME.fullmatch(user):
             raise BringupError(
                 f"--user {comment_safe(repr(user))} is not a user name (letters, digits, "
                 "'_', '.', '-'; or a numeric uid); pass a valid one."

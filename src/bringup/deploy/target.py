@@ -139,10 +139,24 @@ def _default_health_path(engine: str) -> str:
         return "/health"
 
 
+def _engine_defaults(engine: str, argv: list[str], given: set[str]) -> tuple[list[str], int]:
+    """The command without what bringup added to watch the trial, and the engine's port."""
+    from bringup.engines.registry import find_engine
+
+    adapter = find_engine(engine)
+    if adapter is None:
+        return argv, 8000
+    return adapter.deploy_argv(argv, given), adapter.default_port
+
+
 def deployment_from(run: dict[str, Any], trial: TrialRow, port: int | None = None) -> Deployment:
+    """The trial as deployed. It serves on ``port``, else the spec's pinned
+    ``[launch].port``, else the engine's default port, never the trial's free port."""
     spec = run.get("spec") or {}
     launch = spec.get("launch") or {}
-    argv: list[str] = [str(w) for w in trial.command]
+    engine = str(run.get("engine") or trial.engine or "engine")
+    given = {str(a) for a in launch.get("args") or []} | {str(f) for f in trial.flags}
+    argv, default_port = _engine_defaults(engine, [str(w) for w in trial.command], given)
     split = split_argv(argv)
     all_env = dict((spec.get("engine") or {}).get("env") or {}) | dict(launch.get("env") or {})
     secret_env = [k for k in all_env if is_secret_name(k)]
@@ -156,7 +170,6 @@ def deployment_from(run: dict[str, Any], trial: TrialRow, port: int | None = Non
         for k in ("output_tok_s", "ttft_p50_ms", "ttft_p99_ms", "decode_tok_s_single")
         if isinstance(metrics.get(k), int | float)
     }
-    engine = str(run.get("engine") or trial.engine or "engine")
     dep = Deployment(
         name=slug(f"bringup-{engine}"),
         engine=engine,
@@ -181,6 +194,4 @@ def deployment_from(run: dict[str, Any], trial: TrialRow, port: int | None = Non
         gpus=len(finger.get("gpus") or []),
         figures=figures,
     )
-    if port is not None:
-        dep.with_port(port)
-    return dep
+    return dep.with_port(port or int(launch.get("port") or default_port))

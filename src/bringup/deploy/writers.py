@@ -45,7 +45,7 @@ def engine_image(engine: str) -> EngineImage | None:
 
 @dataclass
 class DeployOptions:
-    user: str = "bringup"  # systemd User=
+    user: str | None = None  # systemd User=; None: see unit_user()
     uid: int = 1000  # container user
     base_image: str | None = None  # the engine image the container image is built on
     bringup_bin: str | None = None  # absolute path of bringup for the systemd unit
@@ -121,6 +121,7 @@ def _container_argv(dep: Deployment, ref: str, dollar: str) -> list[str]:
 
 
 def _base_image(dep: Deployment, options: DeployOptions) -> str:
+    """The engine image of the release that was proven (never a floating tag)."""
     if options.base_image:
         return options.base_image
     image = engine_image(dep.engine)
@@ -128,7 +129,54 @@ def _base_image(dep: Deployment, options: DeployOptions) -> str:
         raise BringupError(
             f"bringup knows no official image for engine {dep.engine!r}; pass --image NAME."
         )
-    return image.gpu if dep.gpus else image.cpu
+    pinned = image.pinned(dep.engine_version, gpu=bool(dep.gpus))
+    if pinned is None:
+        raise BringupError(
+            f"the proven {dep.engine} version {comment_safe(repr(dep.engine_version))} names no "
+            "release image; pass --image NAME:TAG (or NAME@sha256:...) of that exact build."
+        )
+    return pinned
+
+
+TMP_DIRS = ("/tmp", "/var/tmp")
+
+
+def _under(path: str | None, roots: tuple[str, ...]) -> bool:
+    return bool(path) and any(path == r or str(path).startswith(r + "/") for r in roots)
+
+
+def _readable_by_others(path: Path) -> bool:
+    """Whether any user may read ``path``: o+r on it and o+x on every folder above it."""
+    try:
+        if not path.stat().st_mode & 0o004:
+            return False
+        return all(p.stat().st_mode & 0o001 for p in path.parents)
+    except OSError:
+        return True  # not on this machine: nothing to judge here
+
+
+def unit_user(dep: Deployment, options: DeployOptions) -> tuple[str | None, str]:
+    """(User= for the unit, or None for DynamicUser=yes; why), for a user that exists and
+    can read the model: the one asked for, a dynamic user where the model and engine are
+    readable by anyone, else the owner of the model."""
+    if options.user:
+        return options.user, "as asked (--user)"
+    needed = [Path(p) for p in (dep.model_path, _program(dep)) if p]
+    if all(_readable_by_others(p) for p in needed):
+        return None, "a dynamic user: the model and engine are readable by anyone"
+    import pwd
+
+    owner = next((p for p in needed if not _readable_by_others(p)), needed[0])
+    try:
+        name = pwd.getpwuid(owner.stat().st_uid).pw_name
+    except (KeyError, OSError):
+        return None, f"a dynamic user ({owner} may not be readable: check it)"
+    return name, f"the owner of {owner}, which only it may read (or pass --user)"
+
+
+def _program(dep: Deployment) -> str | None:
+    first = dep.argv[0] if dep.argv else None
+    return first if isinstance(first, str) and first.startswith("/") else None
 
 
 def _context(dep: Deployment, options: DeployOptions) -> dict[str, Any]:
@@ -155,6 +203,7 @@ def _context(dep: Deployment, options: DeployOptions) -> dict[str, Any]:
         "image": f"{dep.name}:bringup",
         "version": __version__,
         "env_file": f"/etc/bringup/{dep.name}.env",
+        "wheel": f"bringup-{__version__}-py3-none-any.whl",
     }
 
 
@@ -176,10 +225,24 @@ def render(dep: Deployment, target: Target, options: DeployOptions | None = None
         exec_start = " ".join(
             f"${{{w.env}}}" if isinstance(w, SecretRef) else systemd_quote(w) for w in dep.argv
         )
-        probe = shlex.join([_bringup_bin(opts), *probe_args(dep)])
+        bringup_bin = _bringup_bin(opts)
+        probe = shlex.join([bringup_bin, *probe_args(dep)])
         post = f"until {probe} >/dev/null 2>&1; do sleep 2; done"
+        user, why_user = unit_user(dep, opts)
+        program = _program(dep)
+        read_only = sorted(
+            {str(PurePosixPath(p).parent) for p in (dep.model_path, program) if p}
+            | ({ctx["model_dir"]} if ctx["model_dir"] else set())
+        )
         text = env.get_template("systemd.service.j2").render(
-            ctx, exec_start=exec_start, post_script=post
+            ctx,
+            exec_start=exec_start,
+            post_script=post,
+            user=user,
+            why_user=why_user,
+            # a model (or engine) under /tmp is not in a private /tmp: keep the real one
+            private_tmp=not any(_under(p, TMP_DIRS) for p in (*read_only, bringup_bin)),
+            read_only=read_only,
         )
         files = {f"{dep.name}.service": text}
         if dep.secret_env:

@@ -13,6 +13,7 @@ built-in ones register through the same hook as third-party ones (see
 from __future__ import annotations
 
 import enum
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -45,11 +46,27 @@ class FlagProblem:
 
 @dataclass(frozen=True)
 class EngineImage:
-    """The engine's official container images and the server program inside them."""
+    """The engine's official container images and the server program inside them.
+
+    ``pinned_cpu``/``pinned_gpu`` name the image of one release, ``{version}`` filled with
+    what ``version_pattern`` (one group) reads from the engine's version string: a
+    deployment ships the build that was proven, never a floating tag.
+    """
 
     cpu: str
     gpu: str
     program: str | None = None  # None: the command's first word is on the image's PATH
+    pinned_cpu: str | None = None
+    pinned_gpu: str | None = None
+    version_pattern: str = r"^v?(\d+(?:\.\d+)+(?:\.?post\d+|rc\d+)?)"
+
+    def pinned(self, version: str, gpu: bool) -> str | None:
+        """The image of ``version``; None when the version names no release."""
+        template = self.pinned_gpu if gpu else self.pinned_cpu
+        found = re.search(self.version_pattern, version.strip())
+        if template is None or found is None:
+            return None
+        return template.format(version=found.group(1))
 
 
 @dataclass
@@ -95,6 +112,7 @@ class EngineAdapter:
     older_help: tuple[CapturedHelp, ...] = ()  # captures of older versions, picked by version
     known_changes: tuple[KnownChange, ...] = ()  # flags (or values) it renamed or removed
     image: EngineImage | None = None  # for `bringup deploy`
+    default_port: int = 8000  # where a deployment serves when the spec pins no port
     sim_profile: SimProfile | None = None  # how the simulated engine imitates it
 
     @property
@@ -112,6 +130,12 @@ class EngineAdapter:
 
     def env(self, spec: Spec, flags: Mapping[str, FlagValue]) -> dict[str, str]:
         return dict(spec.engine.env) | dict(spec.launch.env)
+
+    def deploy_argv(self, argv: list[str], given: set[str]) -> list[str]:
+        """A trial's command line as a deployment runs it: without what :meth:`build_command`
+        added only so that bringup could watch the trial (``given``: the words the spec
+        and the trial's flags set themselves, which always stay)."""
+        return list(argv)
 
     def check_flags(self, spec: Spec, flags: Mapping[str, FlagValue]) -> list[FlagProblem]:
         """Flags or values the installed engine would refuse (checked before launch)."""

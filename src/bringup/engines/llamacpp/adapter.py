@@ -105,7 +105,12 @@ class LlamaCppAdapter(EngineAdapter):
         "ghcr.io/ggml-org/llama.cpp:server",
         "ghcr.io/ggml-org/llama.cpp:server-cuda",
         "/app/llama-server",
+        # releases are tagged by build number: "b11434 (...)" and "11434 (515e855)" alike
+        pinned_cpu="ghcr.io/ggml-org/llama.cpp:server-b{version}",
+        pinned_gpu="ghcr.io/ggml-org/llama.cpp:server-cuda-b{version}",
+        version_pattern=r"^b?(\d+)\b",
     )
+    default_port = 8080  # llama-server's own default
     sim_profile = sim.PROFILE
 
     def locate(self, spec: Spec) -> list[str]:
@@ -114,6 +119,14 @@ class LlamaCppAdapter(EngineAdapter):
             where = f"at {spec.engine.binary!r}" if spec.engine.binary else "on this machine"
             raise EngineNotInstalledError(f"llama-server was not found {where}; {INSTALL_HINT}.")
         return [binary]
+
+    def deploy_argv(self, argv: list[str], given: set[str]) -> list[str]:
+        if given & VERBOSITY_FLAGS:
+            return list(argv)  # the user asked for this verbosity
+        for i in range(len(argv) - 1):
+            if argv[i : i + 2] == ["-lv", "4"]:  # ours, for the trial's log (35 lines/request)
+                return argv[:i] + argv[i + 2 :]
+        return list(argv)
 
     def build_command(
         self, spec: Spec, flags: Mapping[str, FlagValue], host: str, port: int

@@ -53,7 +53,13 @@ class SGLangAdapter(PythonEngineAdapter):
     chosen_patterns = logs.CHOSEN_PATTERNS
     captured_help = flags.CAPTURED
     known_changes = flags.KNOWN_CHANGES
-    image = EngineImage("lmsysorg/sglang:latest", "lmsysorg/sglang:latest")
+    image = EngineImage(
+        "lmsysorg/sglang:latest",
+        "lmsysorg/sglang:latest",
+        pinned_cpu="lmsysorg/sglang:v{version}",
+        pinned_gpu="lmsysorg/sglang:v{version}",
+    )
+    default_port = 30000  # sglang.launch_server's own default
     sim_profile = sim.PROFILE
 
     def gpus_needed(self, config: Mapping[str, FlagValue]) -> int:

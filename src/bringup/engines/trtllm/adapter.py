@@ -88,7 +88,10 @@ class TRTLLMAdapter(PythonEngineAdapter):
     fatal_patterns = logs.FATAL
     captured_help = flags.CAPTURED
     image = EngineImage(
-        "nvcr.io/nvidia/tensorrt-llm/release:latest", "nvcr.io/nvidia/tensorrt-llm/release:latest"
+        "nvcr.io/nvidia/tensorrt-llm/release:latest",
+        "nvcr.io/nvidia/tensorrt-llm/release:latest",
+        pinned_cpu="nvcr.io/nvidia/tensorrt-llm/release:{version}",
+        pinned_gpu="nvcr.io/nvidia/tensorrt-llm/release:{version}",
     )
     sim_profile = sim.PROFILE
     chosen_patterns = (("version", r"TensorRT-LLM version: (\S+)"),)

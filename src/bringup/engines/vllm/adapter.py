@@ -88,7 +88,12 @@ class VLLMAdapter(PythonEngineAdapter):
     captured_help = flags.CAPTURED
     older_help = flags.OLDER_CAPTURES
     known_changes = flags.KNOWN_CHANGES
-    image = EngineImage("vllm/vllm-openai:latest", "vllm/vllm-openai:latest")
+    image = EngineImage(
+        "vllm/vllm-openai:latest",
+        "vllm/vllm-openai:latest",
+        pinned_cpu="vllm/vllm-openai:v{version}",
+        pinned_gpu="vllm/vllm-openai:v{version}",
+    )
     sim_profile = sim.PROFILE
     chosen_patterns = (
         ("version", r"vLLM API server version (\S+)"),
