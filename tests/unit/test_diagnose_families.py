@@ -301,3 +301,23 @@ def test_an_eof_outside_a_pull_is_not_a_download() -> None:
 )
 def test_families_of_lengths_downloads_and_process_signals(engine: str, log: str, want: C) -> None:
     assert classify(log, engine=engine).category is want
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ValueError: Gemma3ForConditionalGeneration does not support LoRA yet.",
+        "ValueError: Qwen2ForCausalLM has no vLLM implementation and the Transformers "
+        "implementation is not compatible with vLLM.",
+        "NotImplementedError: Pipeline parallelism is not supported for DeepseekV3ForCausalLM",
+        "KeyError: 'Qwen3ForCausalLM'",  # an architecture missing from the engine's model map
+    ],
+)
+def test_a_model_class_named_beside_a_refusal_is_the_model(line: str) -> None:
+    d = classify(line)
+    assert d.category is C.MODEL_INCOMPATIBLE
+    assert d.rule == "ladder:model-class-refused"
+
+
+def test_a_model_class_in_an_ordinary_line_is_no_signal() -> None:
+    assert classify("INFO Loading LlamaForCausalLM weights took 3.2 s").label == "unknown"

@@ -16,6 +16,11 @@ _CONTEXT = (
     "or raise the context length the engine serves"
 )
 _ARGS = "fix the flag or value the launcher rejected (check the engine's --help)"
+# a Hugging Face model class: "Qwen2ForCausalLM", "Gemma3ForConditionalGeneration"
+_MODEL_CLASS = (
+    r"\b[A-Z]\w*For(?:CausalLM|ConditionalGeneration|SequenceClassification|MaskedLM|"
+    r"Seq2SeqLM|TokenClassification|QuestionAnswering|ImageTextToText|TextEncoding|Embedding)\b"
+)
 
 RULES: tuple[Rule, ...] = (
     # --- 5. argument validation, whatever the parser ---------------------------------
@@ -199,6 +204,20 @@ RULES: tuple[Rule, ...] = (
         "a worker stopped answering the others (hung in a collective, a compile or a kernel): "
         "see the last lines of each rank; --disable-custom-all-reduce, or NCCL_DEBUG=INFO",
         name="ranks-waiting-on-a-broadcast",
+    ),
+    # a Hugging Face model class named beside a refusal: the model is what is refused
+    rule(
+        _MODEL_CLASS + r"['\"\]]*[^.]{0,80}?\b(?:is |are )?(?:not (?:yet )?supported|unsupported|"
+        r"does not support|doesn't support|not (?:yet )?implemented|has no \w+ implementation|"
+        r"is not compatible with)|"
+        r"(?:not (?:yet )?supported|unsupported|not (?:yet )?implemented)[^.]{0,60}?" + _MODEL_CLASS
+        + r"|^KeyError: ['\"]" + _MODEL_CLASS + r"['\"]$",
+        C.MODEL_INCOMPATIBLE,
+        4,
+        "this engine version has no implementation of the model's class (or not with the "
+        "feature named): a newer engine, --trust-remote-code, or a supported model",
+        case=True,
+        name="model-class-refused",
     ),
     # what the model's own config asks for, refused: a newer model than the code
     rule(
