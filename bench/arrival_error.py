@@ -15,6 +15,10 @@ server reads requests with the kernel's receive stamps too, so a burst of writes
 loop does not delay it); ITL = gap between consecutive send stamps. Error = reported -
 truth, as the difference of the p99s (the ``*_p99_error`` figures) and as the p99 of
 per-request / per-token errors.
+A first token read together with later bytes carries the newest segment's kernel stamp
+(Linux merges queued segments and keeps the last stamp), so its TTFT is an upper bound; the
+share of such requests, and the TTFT error over the others (exact stamps), are printed on
+their own lines before the last. The last line's figures are over every request.
 Then, as in ``client_overhead.py``, each peer (guidellm, aiperf, ``vllm bench serve``) drives
 the same server quietly, and every client's CPU µs per event is measured the same way.
 
@@ -93,6 +97,7 @@ def errors_of(records: list[Any], t0: float, t1: float) -> dict[str, Any]:
     ttft, ttft_true, ttft_err, ttft_intent, delay = [], [], [], [], []
     upstream, downstream = [], []  # request left -> server got it; token left -> arrived
     itl, itl_true, itl_err = [], [], []
+    exact, exact_true = [], []  # TTFTs whose first token was read alone: exact stamps
     events = coalesced = first_coalesced = 0
     for r in records:
         if not r.ok or not t0 <= r.left <= t1 or r.server_received is None:
@@ -112,9 +117,12 @@ def errors_of(records: list[Any], t0: float, t1: float) -> dict[str, Any]:
         events += n
         coalesced += r.coalesced()
         # the kernel merges segments queued in a socket into one stamped with the newest, so
-        # a first token read late together with the next one arrives, as far as anyone can
-        # tell, with that next one: its TTFT is an upper bound
-        first_coalesced += len(r.event_reads) > 1 and r.event_reads[0] == r.event_reads[1]
+        # a first token read late together with later bytes arrives, as far as anyone can
+        # tell, with them: its TTFT is an upper bound (RequestRecord.ttft_upper_bound)
+        first_coalesced += r.ttft_upper_bound
+        if not r.ttft_upper_bound:
+            exact.append(r.ttft)
+            exact_true.append(truth)
         reported = r.itls()  # one per token after the first read's events
         first = n - len(reported)
         true = [sends[m] - sends[m - 1] for m in range(first, n)]
@@ -127,6 +135,8 @@ def errors_of(records: list[Any], t0: float, t1: float) -> dict[str, Any]:
         "true_ttft_p50_ms": _pct(ttft_true, 50), "true_ttft_p99_ms": _pct(ttft_true, 99),
         "ttft_err_p99_ms": _pct(ttft_err, 99), "ttft_err_max_ms": _pct(ttft_err, 100),
         "ttft_from_intent_p99_ms": _pct(ttft_intent, 99),
+        "exact_requests": len(exact),
+        "ttft_exact_p99_ms": _pct(exact, 99), "true_ttft_exact_p99_ms": _pct(exact_true, 99),
         "itl_p99_ms": _pct(itl, 99), "true_itl_p99_ms": _pct(itl_true, 99),
         "itl_err_p99_ms": _pct(itl_err, 99), "itl_err_p1_ms": _pct(itl_err, 1),
         "client_delay_p50_ms": _pct(delay, 50), "client_delay_p99_ms": _pct(delay, 99),
@@ -225,6 +235,14 @@ def report(runs: list[Run], peers: list[Figures], args: argparse.Namespace, prio
         return float(d.get(key, math.nan)) - float(d.get(f"true_{key}", math.nan))
 
     quiet, hogs = runs[0], runs[1]
+    for r in (quiet, hogs):
+        d = r.data or {}
+        print(
+            f"{r.name}: TTFT p99 error over first tokens read alone (exact stamps) "
+            f"{diff(r, 'ttft_exact_p99_ms'):.3f} ms, {d.get('exact_requests')} of "
+            f"{d.get('requests')} requests; the other "
+            f"{_f(d.get('first_coalesced_share', math.nan) * 100, 2)}% are upper bounds"
+        )
     measured = [p.cpu_us_per_event for p in peers if not math.isnan(p.cpu_us_per_event)]
     best = min(measured, default=math.nan)
     cpu = quiet.fig.cpu_us_per_event if quiet.fig else math.nan

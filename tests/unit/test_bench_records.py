@@ -145,6 +145,30 @@ def test_stream_without_end_is_incomplete_and_error_events_are_errors() -> None:
     assert rec.error == "no_tokens"
 
 
+def test_a_first_token_read_with_later_bytes_is_only_an_upper_bound() -> None:
+    # alone in its read (the header piece before it shares nothing after it): exact
+    rec = _record()
+    first = _text(" a")
+    parse_stream(rec, [(10.1, first), (10.2, _text(" b", "length") + b"data: [DONE]\n\n")])
+    assert rec.ok and not rec.ttft_upper_bound
+    # read together with the next event: the kernel stamped both with the newest segment
+    rec = _record()
+    parse_stream(rec, [(10.2, first + _text(" b", "length")), (10.3, b"data: [DONE]\n\n")])
+    assert rec.ok and rec.ttft_upper_bound
+    # one socket read handed over as two body pieces (same stamp) counts as one read
+    rec = _record()
+    second = _text(" b", "length") + b"data: [DONE]\n\n"
+    parse_stream(rec, [(10.2, first), (10.2, second[:7]), (10.4, second[7:])])
+    assert rec.ok and rec.ttft_upper_bound
+    # a later token coalesced with the one before it does not make the TTFT a bound
+    rec = _record()
+    parse_stream(
+        rec,
+        [(10.1, first), (10.3, _text(" b") + _text(" c", "length")), (10.4, b"data: [DONE]\n\n")],
+    )
+    assert rec.ok and not rec.ttft_upper_bound and rec.coalesced() == 1
+
+
 def test_server_stamps_give_client_lag() -> None:
     rec = _record()
     parse_stream(rec, [(10.25, _text(" a", "length", t_send=10.2) + b"data: [DONE]\n\n")])

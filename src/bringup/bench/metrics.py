@@ -4,7 +4,9 @@ Percentiles interpolate linearly between order statistics (numpy's default "line
 method). Latencies are reported in milliseconds, rates per second. ``client_delay_ms`` is
 how long the client took to get a request out once it set out to send it (see
 ``RequestRecord.client_delay``); ``coalesced_share`` how many events came in a read together
-with the event before them, so that no gap between them could be seen. The interval across
+with the event before them, so that no gap between them could be seen;
+``ttft_upper_bound_share`` how many TTFTs are only upper bounds (the first token's read
+brought later bytes too, see :mod:`bringup.bench.records`). The interval across
 repeats is mean ± t(0.975, n-1) · s / sqrt(n), Student's t from a table of its quantiles.
 """
 
@@ -162,3 +164,9 @@ def coalesced_share(records: Sequence[RequestRecord]) -> float:
     good = [r for r in records if r.ok]
     events = sum(len(r.event_times) for r in good)
     return sum(r.coalesced() for r in good) / events if events else 0.0
+
+
+def ttft_upper_bound_share(records: Sequence[RequestRecord]) -> float:
+    """Share of good requests whose TTFT is an upper bound (stamp shared with later bytes)."""
+    good = [r for r in records if r.ok and r.event_times]
+    return sum(r.ttft_upper_bound for r in good) / len(good) if good else 0.0

@@ -8,6 +8,13 @@ segment: they are *coalesced*. ``event_reads`` keeps which read brought each eve
 inter-token latency is ever taken between two events of one read as if they were apart:
 the tokens of a coalesced read share the gap since the previous read.
 
+The kernel keeps one stamp per queued segment run: when a segment arrives while an earlier
+one is still unread, Linux merges them (``tcp_try_coalesce``) and the merged data carries the
+*newest* segment's stamp. So a first token read together with any later bytes may have
+arrived earlier than its stamp says; nothing left in user space can tell how much earlier.
+Such a record's TTFT is an upper bound (``ttft_upper_bound``), counted, never corrected by
+a guess.
+
 A request's TTFT and E2E run from ``left``, when its last byte was handed to the kernel;
 ``left - sent`` is the client's own delay in getting it out (``client_delay``).
 
@@ -60,6 +67,8 @@ class RequestRecord:
     server_received: float | None = None  # the server's stamp of the request's arrival
     finish_reason: str | None = None
     retries: int = 0  # re-sent once after the server had closed the pooled connection
+    # the first token's read also brought later bytes: its stamp may be theirs (see above)
+    ttft_upper_bound: bool = False
 
     @property
     def ok(self) -> bool:
@@ -151,6 +160,14 @@ def _text_of(choice: dict[str, Any]) -> str:
     return text if isinstance(text, str) else ""
 
 
+def _more_in_read(arrival: list[int], ends: list[int], piece: int, upto: int) -> bool:
+    """Whether the socket read that brought body piece ``piece`` held bytes past ``upto``."""
+    last = piece
+    while last + 1 < len(arrival) and arrival[last + 1] == arrival[piece]:
+        last += 1
+    return ends[last] > upto
+
+
 def parse_stream(rec: RequestRecord, reads: list[tuple[float, bytes]]) -> None:
     """Fill ``rec`` from the raw reads of one SSE response (sets ``error`` when it is bad)."""
     ends: list[int] = []
@@ -216,6 +233,8 @@ def parse_stream(rec: RequestRecord, reads: list[tuple[float, bytes]]) -> None:
                     rec.finish_reason = reason
                     done = True
             if text:
+                if not rec.event_times:
+                    rec.ttft_upper_bound = _more_in_read(arrival, ends, read, stop + 2)
                 rec.event_times.append(t)
                 rec.event_reads.append(arrival[read])
                 texts.append(text)

@@ -20,6 +20,7 @@ from bringup.bench.metrics import (
     WindowFigures,
     coalesced_share,
     distributions,
+    ttft_upper_bound_share,
 )
 
 LevelKind = Literal["concurrency", "rate"]
@@ -70,6 +71,7 @@ class LevelMetrics:
     repeats: list[WindowFigures] = field(default_factory=list)
     retried: int = 0  # requests re-sent after the server closed an idle pooled connection
     coalesced_share: float = 0.0  # events that came in one read with the event before them
+    ttft_upper_bound_share: float = 0.0  # TTFTs whose first read brought later bytes too
     arrival_clock: str = "none"  # what stamped arrivals: kernel, client or mixed
 
     @property
@@ -91,6 +93,7 @@ class LevelMetrics:
             "prompt_tokens_mean": self.prompt_tokens_mean,
             "retried": self.retried,
             "coalesced_share": self.coalesced_share,
+            "ttft_upper_bound_share": self.ttft_upper_bound_share,
             "arrival_clock": self.arrival_clock,
             "repeats": [vars(w) for w in self.repeats],
         }
@@ -124,6 +127,7 @@ class LevelResult:
             "requests_s": m.requests_s,
             "error_rate": m.error_rate,
             "coalesced_share": m.coalesced_share,
+            "ttft_upper_bound_share": m.ttft_upper_bound_share,
         }
         for name in _LATENCIES:
             dist = m.latency.get(name)
@@ -311,6 +315,7 @@ def level_result(
         repeats=windows,
         retried=sum(r.retries for r in records),
         coalesced_share=coalesced_share(records),
+        ttft_upper_bound_share=ttft_upper_bound_share(records),
         arrival_clock=arrival_clock,
     )
     errors = Counter(r.error for r in records if r.error)

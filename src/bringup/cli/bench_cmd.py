@@ -120,7 +120,8 @@ def bench(
                 console.print(
                     f"{lv.tag}: client delay p50 {delay.p50:.2f} ms, p99 {delay.p99:.2f} ms; "
                     f"{lv.metrics.coalesced_share:.1%} of events came in one read with the "
-                    "one before"
+                    f"one before; {lv.metrics.ttft_upper_bound_share:.1%} of TTFTs are upper "
+                    "bounds (the first token was read with later bytes)"
                 )
         for note in report.notes:
             console.print(Text(f"note: {printable(note)}"))
