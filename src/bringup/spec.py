@@ -151,6 +151,9 @@ class ChecksSpec(_Section):
     # flags that cannot change greedy output (a sampling seed): a trial that changes only
     # these is a relaunch of the reference, whose drift is the noise floor (report.tradeoff)
     controls: list[str] = Field(default_factory=list)
+    # the accuracy prompts again at the benchmark's top concurrency, paired with the
+    # reference under the same load, judged against a control's floor (checks.paired_load)
+    paired_load: bool = False
     # the long-context probe (checks.long_context): on where a per-slot context is known
     long_context: bool = True
     context_tokens: int | None = Field(default=None, ge=64)  # one request must fit this

@@ -28,6 +28,7 @@ from bringup.checks import (
 )
 from bringup.checks.correctness import FREE_TEXT_TOKENS
 from bringup.checks.long_context import long_context_check
+from bringup.checks.paired_load import answers_under_load, judge_under_load
 from bringup.contention import ContentionMeter
 from bringup.diagnose import classify
 from bringup.engines.base import EngineAdapter
@@ -330,6 +331,29 @@ async def _no_answer(
     result.fail(stage, category, [*evidence, *extra], detail=detail, transient=transient)
 
 
+async def _paired_under_load(
+    ctx: TrialContext, planned: PlannedTrial, run: TrialRun, client: OpenAIClient
+) -> None:
+    """The accuracy prompts under the benchmark's top load (checks.paired_load)."""
+    result, ref = run.result, ctx.reference
+    if ctx.collect_reference and run.answers is not None:
+        run.answers.meta["under_load"] = (await answers_under_load(client, ctx.spec)).to_dict()
+        return
+    stored = ref.meta.get("under_load") if ref is not None else None
+    if ref is None or not stored:
+        return
+    ref_load = ReferenceAnswers.from_dict(stored)
+    cand = await answers_under_load(client, ctx.spec, reference=ref_load)
+    paired, _ = await judge_under_load(
+        ref_load, cand, ctx.spec, ref.meta.get("load_floor"), candidate_flags=planned.config
+    )
+    result.checks["accuracy_under_load"] = paired.to_dict()
+    if not paired.passed:
+        result.fail(
+            Stage.ACCURATE, paired.category or Category.ACCURACY_REGRESSION, paired.evidence
+        )
+
+
 def check_tokens(spec: Spec) -> int:
     """The most tokens one check request asks for (its timeout is sized for that)."""
     asked = [FREE_TEXT_TOKENS, spec.checks.accuracy_tokens]
@@ -414,6 +438,8 @@ async def _checks_and_bench(
                     )
             else:
                 result.checks["accuracy"] = {"role": "reference"}
+            if spec.checks.paired_load and not result.failure:
+                await _paired_under_load(ctx, planned, run, client)
             result.timings["accurate_s"] = round(time.monotonic() - t0, 3)
             if result.failure:
                 return
