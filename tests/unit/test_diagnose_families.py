@@ -114,6 +114,13 @@ def test_llama_cpp_refusing_a_parsed_gguf_is_the_model_not_the_file() -> None:
     d = classify(log, engine="llama.cpp")
     assert d.category is C.MODEL_INCOMPATIBLE
     assert d.rule == "llama.cpp:refused-after-reading-the-gguf-header"
+    assert d.guessing  # an inference from how far loading got, not a named cause
+
+
+def test_a_bare_failed_to_load_model_is_a_guess() -> None:
+    d = classify("llama_model_load_from_file_impl: failed to load model\n", engine="llama.cpp")
+    assert d.category is C.MODEL_LOAD_FAILURE
+    assert d.guessing
 
 
 def test_llama_cpp_failing_to_open_the_file_stays_a_load_failure() -> None:

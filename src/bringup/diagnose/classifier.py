@@ -87,7 +87,7 @@ class _Hit:
     rule: str = ""  # "<rule set>:<rule name>", or "exit:<signal>"
     flags: tuple[str, ...] = ()
     transient: bool = False
-    prior: bool = False  # a rule of weight below _CAUSE: it names a kind, not a cause
+    prior: bool = False  # a consequence or a rule below _CAUSE: it names a kind, not a cause
 
 
 def _signal_of(exit_code: int | None) -> int | None:
@@ -209,7 +209,7 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
                     rule=rule_id,
                     flags=r.flags,
                     transient=r.transient,
-                    prior=r.weight < _CAUSE,
+                    prior=r.consequence or r.weight < _CAUSE,
                 )
             )
     for tb in tracebacks:

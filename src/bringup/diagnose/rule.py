@@ -33,6 +33,9 @@ class Rule:
     # the rule counts only in a log that also shows this somewhere: the same consequence
     # ("failed to load model") means another cause once the log shows how far it got
     also: re.Pattern[str] | None = None
+    # the line is a consequence ("failed to load model"): it may decide the category when
+    # nothing names the cause, but then as a guess (as every rule below weight 2 does)
+    consequence: bool = False
 
     def remedy_for(self, match: re.Match[str]) -> str | None:
         if self.remedy is None:
@@ -82,6 +85,7 @@ def rule(
     flags: tuple[str, ...] = (),
     transient: bool = False,
     also: str | None = None,
+    consequence: bool = False,
 ) -> Rule:
     return Rule(
         rx(pattern, case=case),
@@ -92,6 +96,7 @@ def rule(
         flags,
         transient,
         rx(also, case=case) if also is not None else None,
+        consequence,
     )
 
 

@@ -105,6 +105,9 @@ RULES = RuleSet(
             r"exiting due to model loading error|failed to create.?context with model",
             C.MODEL_LOAD_FAILURE,
             2,
+            # printed after every cause (a missing file, an unknown architecture, OOM, a
+            # refused flag); alone it says only that loading failed
+            consequence=True,
         ),
         # The same consequence once the loader has read the file's GGUF header (its
         # key-value pairs are dumped): the file exists and is a GGUF, so a refusal that
@@ -118,6 +121,7 @@ RULES = RuleSet(
             _UPDATE,
             name="refused-after-reading-the-gguf-header",
             also=r"loaded meta data with \d+ key-value pairs|llama_model_loader: - kv +\d+:",
+            consequence=True,  # an inference from how far loading got, not a named cause
         ),
         # memory (ggml backends)
         rule(
