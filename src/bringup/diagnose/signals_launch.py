@@ -210,8 +210,11 @@ RULES: tuple[Rule, ...] = (
         _MODEL_CLASS + r"['\"\]]*[^.]{0,80}?\b(?:is |are )?(?:not (?:yet )?supported|unsupported|"
         r"does not support|doesn't support|not (?:yet )?implemented|has no \w+ implementation|"
         r"is not compatible with)|"
-        r"(?:not (?:yet )?supported|unsupported|not (?:yet )?implemented)[^.]{0,60}?" + _MODEL_CLASS
-        + r"|^KeyError: ['\"]" + _MODEL_CLASS + r"['\"]$",
+        r"(?:not (?:yet )?supported|unsupported|not (?:yet )?implemented)[^.]{0,60}?"
+        + _MODEL_CLASS
+        + r"|^KeyError: ['\"]"
+        + _MODEL_CLASS
+        + r"['\"]$",
         C.MODEL_INCOMPATIBLE,
         4,
         "this engine version has no implementation of the model's class (or not with the "
