@@ -328,3 +328,16 @@ def test_a_model_class_named_beside_a_refusal_is_the_model(line: str) -> None:
 
 def test_a_model_class_in_an_ordinary_line_is_no_signal() -> None:
     assert classify("INFO Loading LlamaForCausalLM weights took 3.2 s").label == "unknown"
+
+
+def test_a_refusal_in_plain_words_is_never_a_posted_answer() -> None:
+    log = (
+        "the new qwen3 weights cannot be read by my install at all\n"
+        "I tried two machines and both give the same thing every time\n"
+    )
+    d = classify(log)
+    assert d.rule != "output:posted-answer"
+    assert d.label == "unknown"
+    # loose text without a refusal is still read as an answer someone posted
+    answer = "Sure! Here is a poem about the sea and the sky and the waves and the wind,\n"
+    assert classify(answer * 2).rule == "output:posted-answer"

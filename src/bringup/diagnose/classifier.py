@@ -69,6 +69,12 @@ _WARNING_LINE = re.compile(
     r"^(?:\[\d+\] )?(?:\d+(?:\.\d+)+ )?W (?=\w)"
 )
 _WARNING = 0.6
+_REFUSAL = re.compile(
+    r"\b(?:not (?:yet )?supported|unsupported|unknown|unrecogni[sz]ed|cannot|can't|could not|"
+    r"couldn't|unable|does not|doesn't|isn't|is not|invalid|missing|not found|requires?|"
+    r"incompatible|too (?:old|new)|upgrade|mismatch|refused|denied|no such)\b",
+    re.IGNORECASE,
+)
 _FRAME_LINE = re.compile(r'^\s*File "[^"]+", line \d+')
 _HINT = re.compile(
     r"((?:please )?(?:try|consider) (?:to )?(?:lower|increas|reduc|decreas|sett|us|pass|add|"
@@ -324,7 +330,8 @@ def _stalled(lines: list[str], engine: str | None) -> bool:
 def _posted_answer(lines: list[str]) -> list[int]:
     """The prose lines when the log is mostly loose text: an answer someone posted as the
     complaint (its wrongness may not show to a detector, its presence does)."""
-    prose = prose_lines(lines)
+    # a refusal in plain words ("gemma3 is not supported yet") is a message, not an answer
+    prose = [i for i in prose_lines(lines) if not _REFUSAL.search(content(lines[i]))]
     body = nonblank(lines)
     chars = sum(len(lines[i]) for i in prose)
     if body and len(prose) >= _ANSWER_SHARE * len(body) and chars >= _ANSWER_CHARS:
