@@ -122,7 +122,7 @@ def test_the_store_keeps_rule_confidence_and_flags_and_matrix_names_the_rule(
     out = CliRunner().invoke(matrix, ["--db", str(db), "--rules"])
     assert out.exit_code == 0, out.output
     assert any(
-        "q4_0" in ln and "invalid_config (llama.cpp:quantized-v-cache-needs-flash-attn)" in ln
+        "q4_0" in ln and "invalid_config 1 (llama.cpp:quantized-v-cache-needs-flash-attn)" in ln
         for ln in out.output.splitlines()
     )
     plain = CliRunner().invoke(matrix, ["--db", str(db)])
