@@ -341,3 +341,53 @@ def test_a_refusal_in_plain_words_is_never_a_posted_answer() -> None:
     # loose text without a refusal is still read as an answer someone posted
     answer = "Sure! Here is a poem about the sea and the sky and the waves and the wind,\n"
     assert classify(answer * 2).rule == "output:posted-answer"
+
+
+@pytest.mark.parametrize(
+    ("engine", "log", "want"),
+    [
+        (
+            "ollama",
+            "rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: No "
+            "such file or directory for GPU arch : gfx1103",
+            C.UNSUPPORTED_HARDWARE,
+        ),
+        (
+            "llama.cpp",
+            "ggml_metal_graph_compute: command buffer 0 failed with status 5\n"
+            "error: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)",
+            C.OOM_GPU,
+        ),
+        (
+            "trtllm",
+            "[TensorRT-LLM][ERROR] Assertion failed: Insufficient memory for KV cache: free "
+            "memory 1.2 GiB, required 4.0 GiB",
+            C.OOM_GPU,
+        ),
+        (
+            "vllm",
+            "OSError: [WinError 126] The specified module could not be found. Error loading "
+            '"C:\\\\Python311\\\\Lib\\\\site-packages\\\\torch\\\\lib\\\\fbgemm.dll"',
+            C.MISSING_DEPENDENCY,
+        ),
+        (
+            "vllm",
+            "ValueError: The current platform cpu does not support FlashAttention backend",
+            C.UNSUPPORTED_HARDWARE,
+        ),
+        (
+            "sglang",
+            "AssertionError: The page size must be 1 when using MLA with the triton attention "
+            "backend",
+            C.INVALID_CONFIG,
+        ),
+        (
+            "vllm",
+            "INFO 05-01 10:00:00 [core_client.py:1] Waiting for 1 local, 0 remote core engine "
+            "proc(s) to start.",
+            C.STARTUP_TIMEOUT_OR_HANG,
+        ),
+    ],
+)
+def test_families_of_platforms_and_settings(engine: str, log: str, want: C) -> None:
+    assert classify(log, engine=engine).category is want

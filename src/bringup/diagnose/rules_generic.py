@@ -92,7 +92,8 @@ RULES = RuleSet(
             r"(?:is )?not supported on (?:this|your|the current) (?:GPU|device|platform|hardware)|"
             r"only supported (?:on|for) GPUs? with compute capability|"
             r"only supports (?:Ampere|Hopper|Blackwell|sm ?\d+)|requires? (?:an? )?sm_?\d+a?\b|"
-            r"Unsupported SM version|not supported on CUDA arch|\bCUDA arch [<>]=? ?\d+",
+            r"Unsupported SM version|not supported on CUDA arch|\bCUDA arch [<>]=? ?\d+|"
+            r"(?:current )?platform \w+ (?:does not|doesn't) support",
             C.UNSUPPORTED_HARDWARE,
             4,
             "choose a backend known to support this GPU (or the one the message names)",

@@ -311,7 +311,8 @@ RULES: tuple[Rule, ...] = (
         r"parameter|setting|choice|config(?:uration)?|combination)|"
         r"\bmust be (?:one of|a positive|positive|non-negative|between|in \[|set to)|"
         r"\bexpected one of\b|\bis not a valid\b|\bcannot be (?:used|set|combined|enabled)|"
-        r"\bis required when\b|\bconflicts? with\b",
+        r"\bis required when\b|\bconflicts? with\b|"
+        r"\bmust be [\w.-]+ (?:when|if) (?:using|enabling|running|with)\b",
         C.INVALID_CONFIG,
         2.2,
         name="message-setting-refused",

@@ -148,7 +148,7 @@ RULES: tuple[Rule, ...] = (
         name="sigill-exit-code",
     ),
     rule(
-        r"0xc0000135\b|3221225781\b|STATUS_DLL_NOT_FOUND",
+        r"0xc0000135\b|3221225781\b|STATUS_DLL_NOT_FOUND|\[WinError 126\]",
         C.MISSING_DEPENDENCY,
         4,
         "a DLL the engine needs is missing (often the Visual C++ runtime or the CUDA "
@@ -167,7 +167,9 @@ RULES: tuple[Rule, ...] = (
     ),
     rule(
         r"Error Code 2: OutOfMemory|OutOfMemory \(Requested size was|"
-        r"out of (?:GPU|device|video) memory",
+        r"out of (?:GPU|device|video) memory|"
+        # Metal's command buffer status and TensorRT-LLM's KV cache check
+        r"kIOGPUCommandBufferCallbackErrorOutOfMemory|Insufficient memory for (?:the )?KV cache",
         C.OOM_GPU,
         5,
         name="allocator-out-of-device-memory",
@@ -227,7 +229,9 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"OutOfResources: out of resource: shared memory|"
         r"CUBLAS_STATUS_NOT_SUPPORTED|CUDNN_STATUS_NOT_SUPPORTED|"
-        r"cudaErrorUnsupportedPtxVersion|cudaErrorNotSupported",
+        r"cudaErrorUnsupportedPtxVersion|cudaErrorNotSupported|"
+        # rocBLAS without kernels for this GPU's gfx target
+        r"TensileLibrary\S* for GPU arch|rocBLAS error: .{0,200}GPU arch",
         C.UNSUPPORTED_HARDWARE,
         4,
         "the kernel's configuration does not fit this GPU: choose another backend "

@@ -36,7 +36,8 @@ PHASES = (
         "starting the engine core",
         rx(
             r"Initializing a V1 LLM engine|EngineCore.*(?:started|waiting for init)|"
-            r"Waiting for (?:the )?(?:core )?engine process to start"
+            r"Waiting for (?:the )?(?:core )?engine process to start|"
+            r"Waiting for \d+ local, \d+ remote core engine proc"
         ),
         "the engine core process did not get further: look at its own lines (EngineCore pid)",
     ),
