@@ -29,8 +29,9 @@ case "${1:?add PIECE_DIR | unpack | facts | sweep}" in
     PYTHONPATH=$S/site "$py" -c "import sys, torch, sglang, sgl_kernel, transformers, triton;
 print('python', sys.version.split()[0]); print('torch', torch.__version__, 'cuda', torch.version.cuda);
 print('sglang', sglang.__version__, 'sgl_kernel', sgl_kernel.__version__);
-print('transformers', transformers.__version__, 'triton', triton.__version__)" 2>&1 \
-      | tee "$S/out/facts/versions.txt"
+print('transformers', transformers.__version__, 'triton', triton.__version__)" \
+      > "$S/out/facts/versions.txt" 2>&1 || true   # informational: never stops the sweep
+    tail -n 8 "$S/out/facts/versions.txt"
     rc=0; sglang_serve --help > "$S/out/facts/sglang-0.5.17-serve-help.txt" \
       2> "$S/out/facts/help.err" || rc=$?
     echo "help: $(wc -l < "$S/out/facts/sglang-0.5.17-serve-help.txt") lines, rc=$rc" ;;
