@@ -23,11 +23,16 @@ FIT = Path(__file__).parents[2] / "bench" / "data" / "diagnose" / "fit.jsonl"
     ("pattern", "flags", "want"),
     [
         (r"CUDA out of memory", re.I, {"cuda out of memory"}),
-        # the parser factors the branches' common prefix out: "foo" + "ba" + [rz] + "qux"
-        (r"foo(?:bar|baz)qux", 0, {"fooba"}),
-        (r"(?:alpha|beta) gamma", re.I, {" gamma"}),
+        # a run of literals and alternations of literals stands for each string it can be
+        (r"foo(?:bar|baz)qux", 0, {"foobarqux", "foobazqux"}),
+        (r"(?:alpha|beta) gamma", re.I, {"alpha gamma", "beta gamma"}),
+        (r"timeout (?:after|expired)\b", re.I, {"timeout after", "timeout expired"}),
+        (r"bad (?:moe )?backend", re.I, {"bad backend", "bad moe backend"}),
+        # too many combinations: the run is cut where it would grow past the limit
+        (r"[abcd][efgh][ijkl]xyz", 0, {"ixyz", "jxyz", "kxyz", "lxyz"}),
         (r"(?:alphabet|betamax)\d+", 0, {"alphabet", "betamax"}),
-        (r"x(?:abc)?y", 0, {"x"}),  # an optional group guarantees nothing
+        (r"x(?:abc)?y", 0, {"xy", "xabcy"}),  # an optional group: with it and without
+        (r"x(?:\d+)?yz", 0, {"yz"}),  # an optional part of unknown text cuts the run
         (r"(?:hello)+", 0, {"hello"}),
         (r"a|\d+", 0, None),  # one branch without a literal
         (r"[A-Z]+_ASSERT\b", 0, {"_assert"}),
@@ -92,3 +97,16 @@ def test_the_decisive_line_may_sit_at_the_start_of_a_noisy_log() -> None:
     log = head + noisy_error_log(1000).split("Traceback")[0]
     d = classify(log, engine="vllm")
     assert d.category is Category.PORT_IN_USE
+
+
+def test_the_word_index_finds_what_a_substring_test_finds() -> None:
+    patterns = [
+        re.compile(r"timeout (?:after|expired)", re.I),
+        re.compile(r"is not supported with", re.I),
+        re.compile(r"ENOMEM", 0),
+    ]
+    index = LiteralIndex(patterns)
+    assert index.may_match("xtimeout after 5s".lower()) == [0]  # a word inside a word
+    assert index.may_match("lora is not supported with tp".lower()) == [1]
+    assert index.may_match("mmap: enomem".lower()) == [2]
+    assert index.may_match("nothing to see") == []

@@ -14,6 +14,7 @@ construction; ``tests/unit/test_diagnose_literals.py`` checks it on every rule).
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Sequence
 from functools import cache
@@ -37,22 +38,70 @@ def _best(candidates: list[frozenset[str]]) -> Needed:
     return max(usable, key=lambda c: (min(len(s) for s in c), -len(c)))
 
 
+_MAX_EXACT = 16  # strings an exact run may stand for before it is cut (each costs a test)
+
+
+def _exact_items(items: Any) -> frozenset[str] | None:
+    """Every string the sequence can match, when it is made only of literal characters,
+    small character sets, optional parts and alternations of such (and they are few);
+    else None."""
+    out = {""}
+    for op, arg in items:
+        found = _exact_item(op, arg)
+        if found is None:
+            return None
+        out = {a + b for a in out for b in found}
+        if len(out) > _MAX_EXACT:
+            return None
+    return frozenset(out)
+
+
+def _exact_item(op: Any, arg: Any) -> frozenset[str] | None:
+    if op is sc.LITERAL:
+        return frozenset({chr(arg).lower()})
+    if op is sc.SUBPATTERN:
+        return _exact_items(arg[-1])
+    if op is sc.IN and len(arg) <= 4 and all(o is sc.LITERAL for o, _ in arg):
+        return frozenset(chr(c).lower() for _, c in arg)
+    if op is sc.BRANCH:
+        union: set[str] = set()
+        for branch in arg[1]:
+            found = _exact_items(branch)
+            if found is None:
+                return None
+            union |= found
+        return frozenset(union) if len(union) <= _MAX_EXACT else None
+    if op in (sc.MAX_REPEAT, sc.MIN_REPEAT, sc.POSSESSIVE_REPEAT) and arg[1] <= 1:
+        found = _exact_items(arg[2])  # an optional part: it is there or it is not
+        if found is None:
+            return None
+        return found | {""} if arg[0] == 0 else found
+    return None
+
+
 def _of_items(items: Any) -> Needed:
     """A sequence: every item matches in turn, so any one item's requirement holds; runs
-    of literal characters join into one string."""
+    of items whose every match is known (literals, and alternations of literals) join
+    into the strings the run can be ("timeout " + "after|expired" -> "timeout after",
+    "timeout expired"), which are rarer in a line than any part alone."""
     candidates: list[frozenset[str]] = []
-    run: list[str] = []
+    run: set[str] = {""}
 
     def close() -> None:
-        if run:
-            candidates.append(frozenset({"".join(run).lower()}))
-            run.clear()
+        nonlocal run
+        if run != {""}:
+            candidates.append(frozenset(run))
+        run = {""}
 
     for op, arg in items:
-        if op is sc.LITERAL:
-            run.append(chr(arg))
+        exact = _exact_item(op, arg)
+        if exact is not None and len(run) * len(exact) <= _MAX_EXACT:
+            run = {a + b for a in run for b in exact}
             continue
         close()
+        if exact is not None:
+            run = set(exact)
+            continue
         found = _of_item(op, arg)
         if found is not None:
             candidates.append(found)
@@ -93,14 +142,41 @@ def may_match(pattern: Pattern[str], lowered: str) -> bool:
     return strings is None or any(s in lowered for s in strings)
 
 
+_WORD = re.compile(r"\w+")
+
+
+def _whole_word(string: str) -> str | None:
+    """The longest word of ``string`` with a non-word character on both sides inside it:
+    wherever the string occurs, that word occurs as a whole word of the text."""
+    inner = [
+        m.group()
+        for m in _WORD.finditer(string)
+        if m.start() > 0 and m.end() < len(string) and len(m.group()) >= 3
+    ]
+    return max(inner, key=len) if inner else None
+
+
 class LiteralIndex:
     """The needed strings of many patterns, each tested once per text: which of the
-    patterns may match a text (by position in the sequence given)."""
+    patterns may match a text (by position in the sequence given). A string holding a
+    whole word is tested only when the text has that word (one set lookup against the
+    text's words, read in one pass), so the hundreds of strings cost a few substring
+    tests per line, not one each."""
 
     def __init__(self, patterns: Sequence[Pattern[str]]) -> None:
         self._needs = [needed(p) for p in patterns]
-        self._strings = tuple(sorted({s for n in self._needs if n for s in n}))
+        strings = sorted({s for n in self._needs if n for s in n})
+        self._by_word: dict[str, list[str]] = {}
+        self._plain: list[str] = []
+        for string in strings:
+            word = _whole_word(string)
+            if word is None:
+                self._plain.append(string)
+            else:
+                self._by_word.setdefault(word, []).append(string)
 
     def may_match(self, lowered: str) -> list[int]:
-        present = {s for s in self._strings if s in lowered}
+        present = {s for s in self._plain if s in lowered}
+        for word in set(_WORD.findall(lowered)) & self._by_word.keys():
+            present.update(s for s in self._by_word[word] if s in lowered)
         return [i for i, n in enumerate(self._needs) if n is None or not n.isdisjoint(present)]
