@@ -40,6 +40,9 @@ FIGURES = {
     "ttft_p50_ms": False,
     "tpot_p50_ms": False,
     "e2e_p50_ms": False,
+    # speculative decoding (checks.speculative): a collapse leaves the text right
+    "spec_acceptance_rate": True,
+    "spec_accept_len": True,
 }
 
 

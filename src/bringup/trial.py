@@ -29,6 +29,7 @@ from bringup.checks import (
 from bringup.checks.correctness import FREE_TEXT_TOKENS
 from bringup.checks.long_context import long_context_check
 from bringup.checks.paired_load import answers_under_load, judge_under_load
+from bringup.checks.speculative import speculative_check, speculative_flags
 from bringup.contention import ContentionMeter
 from bringup.diagnose import classify
 from bringup.engines.base import EngineAdapter
@@ -440,6 +441,18 @@ async def _checks_and_bench(
                 result.checks["accuracy"] = {"role": "reference"}
             if spec.checks.paired_load and not result.failure:
                 await _paired_under_load(ctx, planned, run, client)
+            if (
+                ctx.reference is not None
+                and speculative_flags(planned.config)
+                and not result.failure
+            ):
+                sp = await speculative_check(
+                    client, ctx.reference, planned.config, spec.reference_config(), model
+                )
+                result.checks["speculative"] = sp.to_dict()
+                if not sp.passed:
+                    assert sp.category is not None
+                    result.fail(Stage.ACCURATE, sp.category, sp.evidence)
             result.timings["accurate_s"] = round(time.monotonic() - t0, 3)
             if result.failure:
                 return
@@ -469,15 +482,19 @@ async def _checks_and_bench(
     cfg.api_key = ctx.api_key
     cfg.sentinels = sentinel_prompts(spec)
     cfg.health_path = ctx.adapter.health_path_for(spec)
+    if run.process is not None:  # a stall is judged by whether the engine kept working
+        cfg.engine_pid, cfg.engine_log = run.process.pid, str(run.process.log_path)
     meter = ContentionMeter.start("benchmark")
     bench = await run_benchmark(base_url, cfg)
     result.contention["benchmark"] = meter.stop()
     result.timings["benchmarked_s"] = round(time.monotonic() - t0, 3)
     result.metrics = bench.summary()
     result.metrics["bench_scale"] = planned.bench_scale
+    result.metrics.update(result.checks.get("speculative", {}).get("figures") or {})
     result.checks["bench"] = bench.to_dict()
     load = check_under_load(bench.levels, known=suite_for(spec))
     result.checks["under_load"] = load.to_dict()
     if not load.passed:
         assert load.category is not None
-        result.fail(Stage.BENCHMARKED, load.category, load.evidence)
+        kept_working = load.category is Category.SLOW_RESPONSE  # through a stall: slow, not stuck
+        result.fail(Stage.BENCHMARKED, load.category, load.evidence, transient=kept_working)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from bringup.bench import BenchConfig, RequestRecord, run_benchmark
 from bringup.bench.stall import expected_from
@@ -69,3 +72,39 @@ async def test_a_stall_from_the_first_stream_is_caught_by_the_idle_sentinels_tim
     assert took < 60, took
     assert report.levels[0].stall is not None
     assert check_under_load(report.levels).category is Category.STARTUP_TIMEOUT_OR_HANG
+
+
+async def _stall_beside(engine_code: str, tmp_path: Path) -> tuple[Category | None, list[str]]:
+    """A stalling fake server, judged as if ``engine_code`` ran as its engine process."""
+    log = tmp_path / "engine.log"
+    log.write_text("")
+    # the interpreter's own start-up is CPU too: judge only what comes after it
+    code = f"print('up', flush=True)\n{engine_code}"
+    engine = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert engine.stdout is not None and engine.stdout.readline() == "up\n"
+        fake = FakeServerConfig(event_rate=100, stall_after_events=5, stall_after_requests=2)
+        async with FakeServer(fake) as srv:
+            cfg = _cfg(engine_pid=engine.pid, engine_log=str(log))
+            report = await run_benchmark(srv.url, cfg)
+    finally:
+        engine.kill()
+        engine.wait()
+    verdict = check_under_load(report.levels)
+    return verdict.category, verdict.evidence
+
+
+async def test_a_stall_through_which_the_engine_kept_computing_is_slow_not_a_hang(
+    tmp_path: Path,
+) -> None:
+    category, evidence = await _stall_beside("while True: pass", tmp_path)
+    assert category is Category.SLOW_RESPONSE
+    assert "/health answered 200" in evidence[0] and "CPU-s" in evidence[1]
+
+
+async def test_a_stall_through_which_the_engine_did_nothing_stays_a_hang(
+    tmp_path: Path,
+) -> None:
+    category, evidence = await _stall_beside("import time; time.sleep(120)", tmp_path)
+    assert category is Category.STARTUP_TIMEOUT_OR_HANG
+    assert "0.00 CPU-s and wrote 0 log bytes" in evidence[1]

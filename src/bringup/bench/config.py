@@ -58,6 +58,10 @@ class BenchConfig:
     stall_factor: float = 20.0
     stall_floor_s: float = 5.0
     health_path: str = "/health"  # asked once a stream stalled: hang (200) or down
+    # the engine's process and log, where the caller started it: a stall is judged by
+    # whether it kept working meanwhile (server.progress.ProgressMeter)
+    engine_pid: int | None = None
+    engine_log: str | None = None
 
     def __post_init__(self) -> None:
         if any(c < 1 for c in self.concurrency):

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Literal
 
 import aiohttp
@@ -37,6 +38,7 @@ from bringup.bench.sentinels import SentinelsUnderLoad, answer_all
 from bringup.bench.stall import StallWatch, expected_from, from_requests
 from bringup.bench.workers import ClientProcesses, Window, drive, run_on_fast_loop
 from bringup.http import OpenAIClient
+from bringup.server.progress import ProgressMeter
 
 _POOL_CAP = 1024  # distinct prompts kept; duration-bounded levels cycle through them
 HEARTBEAT_S = 10.0  # a line this often while a window runs: alive, not hung
@@ -100,6 +102,11 @@ async def run_benchmark(
     started = time.monotonic()
     pool = await ClientProcesses(cfg.processes).start() if cfg.processes > 1 else None
     levels: list[LevelResult] = []
+    meter = (
+        ProgressMeter(cfg.engine_pid, Path(cfg.engine_log)).start()
+        if cfg.engine_pid and cfg.engine_log
+        else None
+    )
     try:
         async with make_session(cfg, max(cfg.concurrency or [1])) as session:
             prepared = await prepare(session, base_url, cfg, _pool_size(cfg))
@@ -171,8 +178,19 @@ async def run_benchmark(
                 if merged.stalled:
                     assert stall_watch is not None
                     level.stall = await _stall_record(session, base_url, cfg, merged, stall_watch)
+                    if meter is not None:
+                        p = meter.over(min(stall_watch.gap_s, stall_watch.first_s))
+                        level.stall["progress"] = {
+                            "cpu_s": p.cpu_s,
+                            "log_bytes": p.log_bytes,
+                            "window_s": p.window_s,
+                            "progressing": p.progressing,
+                            "evidence": p.evidence,
+                        }
                     break  # every further level would wait out the watchdog again
     finally:
+        if meter is not None:
+            await meter.stop()
         if pool is not None:
             await pool.close()
     notes = []

@@ -8,6 +8,12 @@
   configuration once and they never prune others (a loaded machine is not a property of
   the configuration).
 
+A stream the benchmark's stall watchdog ended is judged the same way, over the silence
+itself: :class:`ProgressMeter` samples the engine's tree CPU time and log size once a second
+while the benchmark runs, and :meth:`ProgressMeter.over` says what the engine did in the
+last seconds before the watchdog fired. Work meanwhile (a loaded machine, a queue) is
+``slow_response``; none is the hang the watchdog is for.
+
 How long to wait comes from measured speed, not a constant: ``request_timeout_s`` is the
 tokens a check asks for over the decode rate measured on the reference, times a margin.
 """
@@ -15,6 +21,7 @@ tokens a check asks for over the decode rate measured on the reference, times a 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,6 +113,50 @@ async def sample_progress(pid: int, log_path: Path, window_s: float = SAMPLE_WIN
         f"and wrote {grown} log bytes"
     )
     return p
+
+
+class ProgressMeter:
+    """The engine's tree CPU time and log size, sampled every ``period_s`` in the background."""
+
+    def __init__(self, pid: int, log_path: Path, period_s: float = 1.0) -> None:
+        self.pid, self.log_path, self.period_s = pid, log_path, period_s
+        self.samples: list[tuple[float, float, int]] = []  # (monotonic, CPU-s, log bytes)
+        self._task: asyncio.Task[None] | None = None
+
+    def sample(self) -> None:
+        self.samples.append((time.monotonic(), _tree_cpu_s(self.pid), _size(self.log_path)))
+        del self.samples[:-600]  # ten minutes at one a second is plenty to look back on
+
+    async def _loop(self) -> None:
+        while True:
+            self.sample()
+            await asyncio.sleep(self.period_s)
+
+    def start(self) -> ProgressMeter:
+        self._task = asyncio.get_running_loop().create_task(self._loop())
+        return self
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def over(self, window_s: float) -> Progress:
+        """What the engine did over (about) the last ``window_s`` seconds, up to now."""
+        self.sample()
+        end_t, end_cpu, end_log = self.samples[-1]
+        start = next(
+            (s for s in reversed(self.samples) if end_t - s[0] >= window_s), self.samples[0]
+        )
+        wall = end_t - start[0]
+        p = Progress(round(end_cpu - start[1], 3), end_log - start[2], round(wall, 3))
+        p.evidence.append(
+            f"over the last {wall:.1f} s of the silence the engine used {p.cpu_s:.2f} CPU-s "
+            f"and wrote {p.log_bytes} log bytes"
+        )
+        return p
 
 
 def judge_no_answer(kind: str, progress: Progress | None) -> tuple[Category, bool, str]:

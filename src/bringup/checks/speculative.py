@@ -1,0 +1,231 @@
+"""Speculative decoding: the output must be the plain greedy output; acceptance is measured.
+
+Speculative decoding with greedy verification is lossless: a draft (a small model, n-grams,
+MTP heads) proposes tokens, the target model keeps those it would have produced itself.
+So a configuration that turns it on must answer the accuracy prompts *token for token*
+like the reference does without it; a difference is a broken verification path, whatever
+the MAD check would tolerate. That verdict is drawn only where the candidate differs from
+the reference in speculative flags alone (other flags may move answers legitimately; their
+drift is the accurate stage's business).
+
+A collapse of acceptance leaves the text right and only makes serving slow (llama.cpp
+#26750: MTP acceptance 40.7% instead of about 92%), so the acceptance rate is measured
+where the engine exposes it and stored as the trial's figure ``spec_acceptance_rate``
+(drafted tokens accepted, 0-1) and ``spec_accept_len`` (tokens per verification step,
+where known): ``bringup recheck`` compares them with the stored run like any figure.
+Sources, in order:
+
+- llama-server: each completion's ``timings.draft_n`` / ``timings.draft_n_accepted``;
+- vLLM: ``/metrics`` counters ``vllm:spec_decode_num_{drafts,draft_tokens,accepted_tokens}``,
+  as the difference across the check's requests;
+- SGLang: the ``/metrics`` gauge ``sglang:spec_accept_length``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from bringup.checks.accuracy import ReferenceAnswers
+from bringup.checks.garbage import quote
+from bringup.http import OpenAIClient
+from bringup.spec import Config
+from bringup.verdict import Category
+
+_SPEC_PREFIXES = ("--spec", "--speculative", "--num-speculative")
+_SPEC_NAMES = ("-md", "--model-draft", "-hfd", "--hf-repo-draft")
+_OFF = ("", "none", "off", "false", "0")
+
+VLLM_DRAFTS = "vllm:spec_decode_num_drafts"
+VLLM_DRAFTED = "vllm:spec_decode_num_draft_tokens"
+VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
+SGLANG_ACCEPT_LEN = "sglang:spec_accept_length"
+
+
+def speculative_flags(flags: Config) -> dict[str, Any]:
+    """The flags of ``flags`` that turn speculative decoding on (empty: it is off)."""
+    out: dict[str, Any] = {}
+    for name, value in flags.items():
+        if not (name.startswith(_SPEC_PREFIXES) or name in _SPEC_NAMES):
+            continue
+        if value is False or value is None or str(value).strip().lower() in _OFF:
+            continue
+        out[name] = value
+    return out
+
+
+@dataclass
+class Acceptance:
+    source: str  # "timings", "metrics" or "gauge"
+    drafted: int = 0
+    accepted: int = 0
+    drafts: int | None = None  # verification steps, where the engine counts them
+    accept_len: float | None = None  # tokens per step (reported, or 1 + accepted / drafts)
+
+    @property
+    def rate(self) -> float | None:
+        return self.accepted / self.drafted if self.drafted else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "drafted": self.drafted,
+            "accepted": self.accepted,
+            "drafts": self.drafts,
+            "rate": self.rate,
+            "accept_len": self.accept_len,
+        }
+
+
+def from_timings(payloads: Sequence[Mapping[str, Any]]) -> Acceptance | None:
+    """llama-server's per-completion draft counts, summed (None when none were reported)."""
+    drafted = accepted = 0
+    seen = False
+    for p in payloads:
+        t = p.get("timings")
+        if not isinstance(t, dict) or not isinstance(t.get("draft_n"), int):
+            continue
+        seen = True
+        drafted += int(t["draft_n"])
+        accepted += int(t.get("draft_n_accepted") or 0)
+    return Acceptance("timings", drafted, accepted) if seen else None
+
+
+def _samples(text: str) -> dict[str, float]:
+    """Prometheus samples summed over labels, by sample name (``_total`` suffix kept)."""
+    out: dict[str, float] = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                out[s.name] = out.get(s.name, 0.0) + float(s.value)
+    except ValueError:  # not Prometheus text (an HTML error page, say): nothing exposed
+        return {}
+    return out
+
+
+def from_metrics(before: str, after: str) -> Acceptance | None:
+    """Acceptance over the check's requests from two ``/metrics`` snapshots."""
+    a, b = _samples(before), _samples(after)
+
+    def delta(name: str) -> float | None:
+        key = name + "_total"
+        return b[key] - a.get(key, 0.0) if key in b else None
+
+    drafted, accepted = delta(VLLM_DRAFTED), delta(VLLM_ACCEPTED)
+    if drafted is not None and accepted is not None:
+        drafts = delta(VLLM_DRAFTS)
+        acc = Acceptance("metrics", int(drafted), int(accepted))
+        if drafts:
+            acc.drafts = int(drafts)
+            acc.accept_len = 1.0 + accepted / drafts
+        return acc
+    if SGLANG_ACCEPT_LEN in b:
+        return Acceptance("gauge", accept_len=b[SGLANG_ACCEPT_LEN])
+    return None
+
+
+@dataclass
+class SpeculativeReport:
+    flags: dict[str, Any]
+    passed: bool = True
+    judged: bool = False  # identity is judged only against a reference without them alone
+    identical: int = 0
+    prompts: int = 0
+    acceptance: Acceptance | None = None
+    category: Category | None = None
+    evidence: list[str] = field(default_factory=list)
+
+    def metrics(self) -> dict[str, float]:
+        acc, out = self.acceptance, {}
+        if acc is not None and acc.rate is not None:
+            out["spec_acceptance_rate"] = round(acc.rate, 4)
+        if acc is not None and acc.accept_len is not None:
+            out["spec_accept_len"] = round(acc.accept_len, 3)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "flags": self.flags,
+            "passed": self.passed,
+            "judged": self.judged,
+            "identical": self.identical,
+            "prompts": self.prompts,
+            "acceptance": self.acceptance.to_dict() if self.acceptance else None,
+            "category": self.category.value if self.category else None,
+            "evidence": self.evidence,
+            "figures": self.metrics(),
+        }
+
+
+async def _metrics_text(client: OpenAIClient) -> str:
+    answer = await client.answer("GET", "/metrics")
+    return answer.body.decode("utf-8", "replace") if answer.status == 200 else ""
+
+
+async def speculative_check(
+    client: OpenAIClient,
+    reference: ReferenceAnswers,
+    flags: Config,
+    reference_flags: Config,
+    model: str | None = None,
+) -> SpeculativeReport:
+    """Ask the reference's prompts greedily; compare token for token; measure acceptance."""
+    on = speculative_flags(flags)
+    rep = SpeculativeReport(on, prompts=len(reference.prompts))
+    others = {k for k in set(flags) | set(reference_flags) if k not in on}
+    rep.judged = not speculative_flags(reference_flags) and all(
+        str(flags.get(k)) == str(reference_flags.get(k)) for k in others
+    )
+    before = await _metrics_text(client)
+    payloads: list[dict[str, Any]] = []
+    differ: list[str] = []
+    for prompt, ref in zip(reference.prompts, reference.answers, strict=True):
+        body: dict[str, Any] = {
+            "prompt": prompt,
+            "max_tokens": reference.max_tokens,
+            "temperature": 0.0,
+            "stream": False,
+        }
+        if model:
+            body["model"] = model
+        payload = await client.post_json("/v1/completions", body)
+        doc: dict[str, Any] = payload if isinstance(payload, dict) else {}
+        payloads.append(doc)
+        choice = (doc.get("choices") or [{}])[0]
+        text = str(choice.get("text") or "") if isinstance(choice, dict) else ""
+        if text == ref.text:
+            rep.identical += 1
+        elif len(differ) < 3:
+            differ.append(
+                f"prompt {quote(prompt, 50)}: with {_label(on)} {quote(text)}, "
+                f"the reference's greedy answer {quote(ref.text)}"
+            )
+    rep.acceptance = from_timings(payloads) or from_metrics(before, await _metrics_text(client))
+    seen = f"{rep.identical}/{rep.prompts} answers identical to non-speculative greedy"
+    measured = _measured(rep.acceptance)
+    if rep.judged and rep.identical < rep.prompts:
+        rep.passed = False
+        rep.category = Category.ACCURACY_REGRESSION
+        rep.evidence = [
+            f"speculative decoding changed greedy output: {seen}; {measured}",
+            *differ,
+        ]
+    else:
+        why = "" if rep.judged else " (not judged: other flags differ from the reference too)"
+        rep.evidence = [f"{seen}; {measured}{why}"]
+    return rep
+
+
+def _measured(acc: Acceptance | None) -> str:
+    if acc is not None and acc.rate is not None:
+        return f"acceptance {acc.rate:.3f} ({acc.accepted}/{acc.drafted} drafted, {acc.source})"
+    if acc is not None and acc.accept_len is not None:
+        return f"accept length {acc.accept_len:.2f} ({acc.source})"
+    return "acceptance not exposed by the engine"
+
+
+def _label(flags: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in flags.items())

@@ -1,0 +1,113 @@
+"""Speculative decoding: identical greedy output, acceptance from timings or /metrics."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from bringup.checks.accuracy import ReferenceAnswers
+from bringup.checks.speculative import (
+    from_metrics,
+    from_timings,
+    speculative_check,
+    speculative_flags,
+)
+from bringup.http import Completion, OpenAIClient
+from bringup.verdict import Category
+
+REF_FLAGS = {"--flash-attn": "on", "--spec-type": "none"}
+PROMPTS = ["The capital of France is", "Two plus two is", "The sky is"]
+ANSWERS = [" Paris, a city", " four, always", " blue by day"]
+VLLM_BEFORE = """# TYPE vllm:spec_decode_num_drafts counter
+vllm:spec_decode_num_drafts_total{model_name="m"} 10.0
+# TYPE vllm:spec_decode_num_draft_tokens counter
+vllm:spec_decode_num_draft_tokens_total{model_name="m"} 40.0
+# TYPE vllm:spec_decode_num_accepted_tokens counter
+vllm:spec_decode_num_accepted_tokens_total{model_name="m"} 30.0
+"""
+
+
+def reference() -> ReferenceAnswers:
+    return ReferenceAnswers(PROMPTS, 8, [Completion(a) for a in ANSWERS])
+
+
+def test_speculative_flags_are_named_and_off_values_are_not() -> None:
+    assert speculative_flags({"--spec-type": "ngram-mod", "--threads": 2}) == {
+        "--spec-type": "ngram-mod"
+    }
+    assert speculative_flags({"--spec-type": "none", "-md": ""}) == {}
+    assert speculative_flags({"--speculative-config": '{"method": "eagle3"}'})
+    assert speculative_flags({"--model-draft": "d.gguf", "--flash-attn": "on"})
+
+
+def test_acceptance_from_llama_server_timings_and_vllm_counters() -> None:
+    acc = from_timings([{"timings": {"draft_n": 12, "draft_n_accepted": 9}}, {"timings": {}}])
+    assert acc is not None and acc.rate == 0.75 and acc.source == "timings"
+    assert from_timings([{"timings": {"predicted_n": 8}}]) is None
+    after = VLLM_BEFORE.replace("10.0", "14.0").replace("40.0", "56.0").replace("30.0", "34.0")
+    acc = from_metrics(VLLM_BEFORE, after)  # 16 drafted, 4 accepted over 4 steps
+    assert acc is not None and acc.rate == 0.25 and acc.accept_len == 2.0
+    gauge = "# TYPE sglang:spec_accept_length gauge\nsglang:spec_accept_length 2.7\n"
+    acc = from_metrics("", gauge)
+    assert acc is not None and acc.accept_len == 2.7 and acc.rate is None
+    assert from_metrics("", "<html>not found</html>") is None
+
+
+@pytest.fixture
+async def engine() -> AsyncIterator[Callable[[Callable[[str], str], int], Any]]:
+    runners: list[web.AppRunner] = []
+
+    async def start(answer: Callable[[str], str], accepted: int) -> str:
+        async def completions(request: web.Request) -> web.Response:
+            body = await request.json()
+            timings = {"draft_n": 4, "draft_n_accepted": accepted}
+            return web.json_response(
+                {"choices": [{"text": answer(body["prompt"])}], "timings": timings}
+            )
+
+        app = web.Application()
+        app.router.add_post("/v1/completions", completions)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        runners.append(runner)
+        return f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+
+    yield start
+    for r in runners:
+        await r.cleanup()
+
+
+def _right(prompt: str) -> str:
+    return ANSWERS[PROMPTS.index(prompt)]
+
+
+async def test_identical_output_passes_and_acceptance_is_recorded(engine: Any) -> None:
+    cand = REF_FLAGS | {"--spec-type": "ngram-mod"}
+    async with OpenAIClient(await engine(_right, 3)) as client:
+        rep = await speculative_check(client, reference(), cand, REF_FLAGS)
+    assert rep.passed and rep.judged and rep.identical == 3
+    assert rep.metrics() == {"spec_acceptance_rate": 0.75}
+    assert "3/3 answers identical" in rep.evidence[0] and "acceptance 0.750" in rep.evidence[0]
+
+
+async def test_changed_greedy_output_fails_only_where_speculation_alone_differs(
+    engine: Any,
+) -> None:
+    def wrong(prompt: str) -> str:
+        return " Lyon, a city" if "France" in prompt else _right(prompt)
+
+    cand = REF_FLAGS | {"--spec-type": "ngram-mod"}
+    async with OpenAIClient(await engine(wrong, 1)) as client:
+        rep = await speculative_check(client, reference(), cand, REF_FLAGS)
+        assert not rep.passed and rep.category is Category.ACCURACY_REGRESSION
+        assert "2/3 answers identical" in rep.evidence[0]
+        assert "Lyon" in rep.evidence[1] and "Paris" in rep.evidence[1]
+        # another flag differs as well: its drift is the accurate stage's to judge
+        other = cand | {"--flash-attn": "off"}
+        rep = await speculative_check(client, reference(), other, REF_FLAGS)
+    assert rep.passed and not rep.judged and "not judged" in rep.evidence[0]
