@@ -391,3 +391,36 @@ def test_a_refusal_in_plain_words_is_never_a_posted_answer() -> None:
 )
 def test_families_of_platforms_and_settings(engine: str, log: str, want: C) -> None:
     assert classify(log, engine=engine).category is want
+
+
+@pytest.mark.parametrize(
+    ("engine", "log", "want"),
+    [
+        ("ollama", 'Error: Post "http://127.0.0.1:11434/api/chat": EOF', C.RUNTIME_CRASH),
+        (
+            "vllm",
+            "ValueError: Cannot use FlashAttention-2 backend for head size 72.",
+            C.MODEL_INCOMPATIBLE,
+        ),
+        (
+            "vllm",
+            "ValueError: Cannot use FlashAttention-2 backend for Volta and Turing GPUs.",
+            C.UNSUPPORTED_HARDWARE,
+        ),
+        (
+            "vllm",
+            "ValueError: The repository for /models/x contains custom code which must be "
+            "executed to correctly load the model.\nPlease pass the argument "
+            "`trust_remote_code=True` to allow custom code to be run.",
+            C.INVALID_CONFIG,
+        ),
+        (
+            "tgi",
+            "RuntimeError: Cannot load `awq` weight, make sure the model is already quantized",
+            C.MODEL_INCOMPATIBLE,
+        ),
+        ("sglang", "RuntimeError: Failed to allocate memory for KV cache", C.OOM_GPU),
+    ],
+)
+def test_families_of_backends_remote_code_and_runners(engine: str, log: str, want: C) -> None:
+    assert classify(log, engine=engine).category is want

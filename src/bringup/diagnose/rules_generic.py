@@ -40,6 +40,12 @@ RULES = RuleSet(
             5,
         ),
         rule(r"Requested amount of GPU memory .* could not be allocated", C.OOM_GPU, 4.5),
+        rule(
+            r"(?:failed|unable) to allocate (?:GPU |device |CUDA )?memory for (?:the )?"
+            r"kv[ _]?cache",
+            C.OOM_GPU,
+            4.5,
+        ),
         # --- host memory ------------------------------------------------------------------
         rule(
             r"Out of memory: Kill(?:ed)? process|oom-kill(?:er)?|OOMKilled|invoked oom-killer",
@@ -93,7 +99,8 @@ RULES = RuleSet(
             r"only supported (?:on|for) GPUs? with compute capability|"
             r"only supports (?:Ampere|Hopper|Blackwell|sm ?\d+)|requires? (?:an? )?sm_?\d+a?\b|"
             r"Unsupported SM version|not supported on CUDA arch|\bCUDA arch [<>]=? ?\d+|"
-            r"(?:current )?platform \w+ (?:does not|doesn't) support",
+            r"(?:current )?platform \w+ (?:does not|doesn't) support|"
+            r"\bfor (?:Volta|Turing|Pascal|Maxwell|Kepler)(?: (?:and|or) \w+)? GPUs",
             C.UNSUPPORTED_HARDWARE,
             4,
             "choose a backend known to support this GPU (or the one the message names)",
@@ -272,7 +279,8 @@ RULES = RuleSet(
             r"Head size \d+ is not supported|"
             r"head[_ ]?(?:dim|size)\w*(?: ?[=:]? ?\d+)? (?:is )?not supported|"
             r"only supports? head[_ ]?(?:dim|size)|"
-            r"(?:not supported|unsupported) (?:for|with) (?:this )?head[_ ]?(?:dim|size)",
+            r"(?:not supported|unsupported) (?:for|with) (?:this )?head[_ ]?(?:dim|size)|"
+            r"Cannot use \S+ backend for head size",
             C.MODEL_INCOMPATIBLE,
             5,
             "the attention kernel has no variant for this model's head dimension: choose "

@@ -105,6 +105,17 @@ RULES: tuple[Rule, ...] = (
         "and the interconnect",
         name="mpi-error",
     ),
+    # the model's repository ships its own code, which runs only when allowed
+    rule(
+        r"contains custom code which must be executed|"
+        r"(?:pass|set|consider setting) (?:the argument )?`?trust_remote_code(?:=True)?`?|"
+        r"requires you to execute the (?:configuration|modeling) file",
+        C.INVALID_CONFIG,
+        4,
+        "the model brings its own code: allow it (--trust-remote-code) if the repository is "
+        "trusted",
+        name="needs-trust-remote-code",
+    ),
     # CUDA initialised before the engine forked its workers: the start method is a setting
     rule(
         r"Cannot re-initialize CUDA in forked subprocess",
@@ -221,6 +232,15 @@ RULES: tuple[Rule, ...] = (
         "feature named): a newer engine, --trust-remote-code, or a supported model",
         case=True,
         name="model-class-refused",
+    ),
+    # quantized weights asked for where the checkpoint holds none (TGI's loaders)
+    rule(
+        r"Cannot load `?\w+`? weight, make sure the model is already quantized",
+        C.MODEL_INCOMPATIBLE,
+        4.5,
+        "the checkpoint is not quantized with the method asked for: drop --quantize, or use "
+        "a checkpoint quantized with it",
+        name="checkpoint-not-quantized",
     ),
     # what the model's own config asks for, refused: a newer model than the code
     rule(

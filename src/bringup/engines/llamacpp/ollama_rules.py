@@ -69,6 +69,16 @@ RULES = RuleSet(
             "another server holds the port (often another ollama serve): stop it or set "
             "OLLAMA_HOST to a free port",
         ),
+        # the client's request ended by the runner dying under it
+        rule(
+            r"Error: Post \"?http[^\"\s]*\"?: (?:EOF|read tcp \S+: wsarecv|"
+            r".{0,40}connection (?:was forcibly closed|reset by peer))",
+            C.RUNTIME_CRASH,
+            2.5,
+            "the runner died during the request: look at the server log for its last lines "
+            "(often a GPU fault or an unsupported model)",
+            name="runner-died-mid-request",
+        ),
         rule(
             r"llama runner process has terminated: exit status|error loading llama server|"
             r"llama runner process no longer running",
