@@ -158,6 +158,7 @@ async def run_benchmark(
                     basis = basis or [r for r in run.records if r.ok]
                     if run.stalled:
                         break
+                level_ended = time.monotonic()  # the watchdog fired just before, if it did
                 level = level_result(
                     kind,
                     value,
@@ -177,9 +178,13 @@ async def run_benchmark(
                 levels.append(level)
                 if merged.stalled:
                     assert stall_watch is not None
+                    # judged over the silence's second half, before /health is asked (a
+                    # request the engine logs): an engine that finished the work it had and
+                    # then fell idle is stuck; a slow one works on through to the end
+                    limit = min(stall_watch.gap_s, stall_watch.first_s)
+                    p = meter.over(limit / 2, end_t=level_ended) if meter is not None else None
                     level.stall = await _stall_record(session, base_url, cfg, merged, stall_watch)
-                    if meter is not None:
-                        p = meter.over(min(stall_watch.gap_s, stall_watch.first_s))
+                    if p is not None:
                         level.stall["progress"] = {
                             "cpu_s": p.cpu_s,
                             "log_bytes": p.log_bytes,

@@ -143,18 +143,18 @@ class ProgressMeter:
                 await self._task
             self._task = None
 
-    def over(self, window_s: float) -> Progress:
-        """What the engine did over (about) the last ``window_s`` seconds, up to now."""
+    def over(self, window_s: float, end_t: float | None = None) -> Progress:
+        """What the engine did over (about) ``window_s`` seconds up to ``end_t`` (now)."""
         self.sample()
-        end_t, end_cpu, end_log = self.samples[-1]
-        start = next(
-            (s for s in reversed(self.samples) if end_t - s[0] >= window_s), self.samples[0]
-        )
-        wall = end_t - start[0]
-        p = Progress(round(end_cpu - start[1], 3), end_log - start[2], round(wall, 3))
+        last = end_t if end_t is not None else self.samples[-1][0]
+        upto = [s for s in self.samples if s[0] <= last + self.period_s / 2] or self.samples
+        end = upto[-1]
+        start = next((s for s in reversed(upto) if end[0] - s[0] >= window_s), upto[0])
+        wall = end[0] - start[0]
+        p = Progress(round(end[1] - start[1], 3), end[2] - start[2], round(wall, 3))
         p.evidence.append(
-            f"over the last {wall:.1f} s of the silence the engine used {p.cpu_s:.2f} CPU-s "
-            f"and wrote {p.log_bytes} log bytes"
+            f"over {wall:.1f} s at the end of the silence the engine used {p.cpu_s:.2f} "
+            f"CPU-s and wrote {p.log_bytes} log bytes"
         )
         return p
 
