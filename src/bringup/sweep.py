@@ -29,6 +29,7 @@ from bringup.executors.local import device_turns
 from bringup.plan import Budget, PlannedTrial, ReferenceFirst, SweepPlanner, make_planner
 from bringup.plan.base import FIRST_LOOK
 from bringup.plan.retry import RetryTransient
+from bringup.plan.space import flags_key
 from bringup.plan.winner import Winner, choose_winner
 from bringup.preflight import preflight
 from bringup.server.orphans import reconcile
@@ -36,7 +37,7 @@ from bringup.spec import Config, Spec
 from bringup.store import Store, launch_key
 from bringup.store import launched as launched_record
 from bringup.store.exchange import provenance
-from bringup.trial import LiveServer, TrialContext, run_trial
+from bringup.trial import LiveServer, TrialContext, TrialRun, run_trial
 from bringup.verdict import Stage, Status, TrialResult
 
 
@@ -430,34 +431,79 @@ async def launch_one(
     options: SweepOptions,
     on_event: Callable[[SweepEvent], None] = lambda e: None,
 ) -> tuple[TrialResult, LiveServer | None]:
-    """Run one trial through readiness and checks and keep the server up (``bringup launch``)."""
-    spec, adapter = prep.spec, prep.adapter
+    """Run one trial through readiness and every check and keep the server up (``bringup
+    launch``). The accuracy gate compares it with the reference answers stored for this
+    fingerprint; where none are stored, the reference runs first (no benchmark) and its
+    answers are stored for later launches and sweeps."""
+    spec = prep.spec
     rec = RunRecorder.open(prep, store, options)
-    run_id, run_dir = rec.run_id, rec.run_dir
     full = spec.reference_config() | config
-    key = _key(prep, full)
+    ref_config = spec.reference_config()
+    ref_key = _key(prep, ref_config)
+    reference: ReferenceAnswers | None = None
+    if spec.checks.accuracy and not options.rerun:
+        stored = store.reference(prep.fingerprint_key, ref_key)
+        reference = ReferenceAnswers.from_dict(stored) if stored else None
+    # without stored answers the reference itself collects them, or runs first to
+    is_reference = flags_key(full) == flags_key(ref_config)
+    first = spec.checks.accuracy and reference is None and not is_reference
+    total = 2 if first else 1
+    if first:
+        ref_run = await _launch_trial(rec, 1, total, ref_config, options, on_event, collect=True)
+        if ref_run.answers is not None:  # the reference passed its correctness stage
+            reference = ref_run.answers
+            store.save_reference(prep.fingerprint_key, ref_key, reference.to_dict())
+    collect = spec.checks.accuracy and reference is None and is_reference
+    trial = await _launch_trial(
+        rec, total, total, full, options, on_event, reference=reference, collect=collect
+    )
+    if trial.answers is not None and collect:
+        store.save_reference(prep.fingerprint_key, ref_key, trial.answers.to_dict())
+    winner = trial.result.trial_id if trial.result.passed else None
+    store.finish_run(rec.run_id, "done", winner, [], [])
+    return trial.result, trial.server
+
+
+async def _launch_trial(
+    rec: RunRecorder,
+    seq: int,
+    total: int,
+    config: Config,
+    options: SweepOptions,
+    on_event: Callable[[SweepEvent], None],
+    *,
+    reference: ReferenceAnswers | None = None,
+    collect: bool = False,
+) -> TrialRun:
+    """One trial of ``bringup launch``: the reference run first (``seq`` < ``total``: its
+    answers collected, then torn down), or the launched configuration (kept up)."""
+    prep, spec = rec.prep, rec.prep.spec
+    key = _key(prep, config)
+    trial_id = f"{rec.run_id}-t{seq:03d}"
+    last = seq == total
+    purpose = "launch" if last else "reference"
 
     def on_stage(result: TrialResult, stage: Stage, message: str) -> None:
-        rec.save(1, result, key, "launch")
-        on_event(rec.event(1, 1, result, stage, message, True))
+        rec.save(seq, result, key, purpose)
+        on_event(rec.event(seq, total, result, stage, message, True))
 
     ctx = TrialContext(
         spec,
-        adapter,
-        run_dir,
+        prep.adapter,
+        rec.run_dir,
         adopt=options.adopt,
+        reference=reference,
+        collect_reference=collect,
         on_stage=on_stage,
         api_key=options.api_key,
         benchmark=False,
-        on_process=launched_record.tracker(store, run_id, f"{run_id}-t001"),
+        on_process=launched_record.tracker(rec.store, rec.run_id, trial_id),
         device=device_turns(spec),
     )
-    trial = await run_trial(
+    return await run_trial(
         ctx,
-        PlannedTrial(full, purpose="explore", bench_scale=0.25),
-        f"{run_id}-t001",
-        keep_alive=True,
-        keep_failed=options.keep_failed,
+        PlannedTrial(config, purpose="explore" if last else "reference"),
+        trial_id,
+        keep_alive=last,
+        keep_failed=options.keep_failed and last,
     )
-    store.finish_run(run_id, "done", trial.result.trial_id if trial.result.passed else None, [], [])
-    return trial.result, trial.server
