@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import aiohttp
 import pytest
@@ -67,3 +68,56 @@ async def test_streams_pass_through_or_go_silent_with_health_200(fault: str) -> 
         assert b"[DONE]" in got and events == 11  # 10 tokens and [DONE]
     else:
         assert events == 3 and b"[DONE]" not in got
+
+
+async def _through(fault: Fault, bodies: list[dict[str, object]]) -> list[bytes]:
+    """Each body sent through a proxy with ``fault`` in front of the fake server, in turn."""
+    out: list[bytes] = []
+    async with FakeServer(FakeServerConfig(event_rate=500)) as fake:
+        server, proxy = await _proxy(fake.url, fault)
+        url = str(server.make_url("/")).rstrip("/")
+        try:
+            async with aiohttp.ClientSession() as s:
+                for body in bodies:
+                    async with s.post(f"{url}/v1/completions", json=body) as resp:
+                        out.append(await resp.read())
+        finally:
+            await server.close()
+            assert proxy.session is not None
+            await proxy.session.close()
+    return out
+
+
+async def test_held_out_stream_faults_drop_chunks_or_end_after_the_first() -> None:
+    body: dict[str, object] = {"prompt": "x", "max_tokens": 9, "stream": True}
+    (whole,) = await _through(Fault("none"), [body])
+    (dropped,) = await _through(Fault("stream_drop"), [body])
+    assert whole.count(b"data: ") == 10 and dropped.count(b"data: ") == 7  # 3, 6, 9 gone
+    first, cut = await _through(Fault("early_stop_after", after=1), [body, body])
+    assert first.count(b"data: ") == 10
+    assert cut.count(b"data: ") == 2 and cut.rstrip().endswith(b"data: [DONE]")
+
+
+def test_held_out_answer_faults_rewrite_non_streamed_choices() -> None:
+    def answer(text: str) -> bytes:
+        content = [{"token": t, "logprob": -0.1} for t in text.split(" ")]
+        choice = {"text": text, "logprobs": {"content": content}, "finish_reason": "length"}
+        return json.dumps({"choices": [choice]}).encode()
+
+    digits = FaultProxy("u", Fault("digits_after", after=1))
+    digits.completions = 1
+    assert json.loads(digits._answer(answer("2 + 2 = 4"), True))["choices"][0]["text"] == (
+        "2 + 2 = 4"
+    )
+    digits.completions = 2
+    doc = json.loads(digits._answer(answer("2 + 2 = 4 9"), True))["choices"][0]
+    assert doc["text"] == "3 + 3 = 5 0" and doc["logprobs"]["content"][0]["token"] == "3"
+    stop = FaultProxy("u", Fault("early_stop_after", after=0))
+    stop.completions = 1
+    doc = json.loads(stop._answer(answer("Paris is nice"), True))["choices"][0]
+    assert doc["text"] == "Paris" and doc["finish_reason"] == "stop"
+    talk = FaultProxy("u", Fault("crosstalk_when_busy"))
+    talk.in_flight = 1
+    assert json.loads(talk._answer(answer("first"), True))["choices"][0]["text"] == "first"
+    talk.in_flight = 2  # another completion is in flight: it gets the previous answer
+    assert json.loads(talk._answer(answer("second"), True))["choices"][0]["text"] == "first"

@@ -14,6 +14,20 @@ starts the engine with ``{upstream}`` in its argv replaced by a free port, liste
 - ``stall``: every streamed response after the first ``N`` goes silent after ``--events``
   events, connection open and ``/health`` still 200.
 
+Held out (written before any run of the gate against them, of other kinds than the above,
+so that ``bench/corruption_eval.py --cases heldout`` judges the gate on faults it was not
+tuned on):
+
+- ``crosstalk_when_busy``: a non-streamed completion answered while another is in flight
+  gets the choices of the previous completion answered (another request's tokens, as when
+  two batch slots are mixed up);
+- ``stream_drop``: streamed responses lose every third content event (a streaming path
+  that drops chunks; non-streamed answers are intact);
+- ``digits_after``: after ``N`` completion requests every ASCII digit in answers' text and
+  tokens is replaced by the next one (9 -> 0): fluent text, wrong numbers;
+- ``early_stop_after``: after ``N`` completion requests an answer ends after its first
+  token (``finish_reason`` "stop"; a stream ends after its first content event).
+
 It knows nothing of bringup's checks: it rewrites requests and responses, nothing more.
 The engine runs in the proxy's process group, so stopping that group stops both.
 """
@@ -56,6 +70,7 @@ class FaultProxy:
         self.streams = 0
         self.in_flight = 0
         self.session: aiohttp.ClientSession | None = None
+        self.last_choices: object = None  # the previous non-streamed completion's choices
 
     def _rewrite(self, body: dict[str, object]) -> dict[str, object]:
         f = self.fault
@@ -96,29 +111,127 @@ class FaultProxy:
             except aiohttp.ClientConnectionError:  # the engine is still starting
                 return web.json_response({"status": "loading"}, status=503)
             try:
-                return await self._relay(request, up)
+                return await self._relay(request, up, completion)
             finally:
                 up.release()
         finally:
             self.in_flight -= completion
 
-    async def _relay(self, request: web.Request, up: aiohttp.ClientResponse) -> web.StreamResponse:
+    def _late(self) -> bool:
+        return self.fault.name in ("digits_after", "early_stop_after") and (
+            self.completions > self.fault.after
+        )
+
+    def _answer(self, payload: bytes, completion: bool) -> bytes:
+        """A non-streamed answer, rewritten by the held-out faults."""
+        f = self.fault
+        if not completion or f.name not in HELD_OUT:
+            return payload
+        try:
+            doc = json.loads(payload)
+        except ValueError:
+            return payload
+        choices = doc.get("choices") if isinstance(doc, dict) else None
+        if not isinstance(choices, list):
+            return payload
+        if f.name == "crosstalk_when_busy":
+            previous, self.last_choices = self.last_choices, choices
+            if self.in_flight > 1 and previous is not None:
+                doc["choices"] = previous
+        elif self._late():
+            for choice in choices:
+                if isinstance(choice, dict):
+                    _corrupt_choice(choice, f.name)
+        return json.dumps(doc).encode()
+
+    async def _relay(
+        self, request: web.Request, up: aiohttp.ClientResponse, completion: bool = False
+    ) -> web.StreamResponse:
         if "text/event-stream" not in up.headers.get("Content-Type", ""):
-            payload = await up.read()
+            payload = self._answer(await up.read(), completion)
             return web.Response(status=up.status, body=payload, content_type=up.content_type)
         self.streams += 1
         stalls = self.fault.name == "stall" and self.streams > self.fault.after
+        late = self._late()
         resp = web.StreamResponse(status=up.status)
         resp.content_type = "text/event-stream"
         await resp.prepare(request)
-        sent = 0
+        sent = content = 0
         async for line in up.content:
             if stalls and line.startswith(b"data:") and sent >= self.fault.events:
                 await asyncio.Event().wait()  # silent until the client gives up
             sent += line.startswith(b"data:")
+            if line.startswith(b"data:") and _has_content(line):
+                content += 1
+                if self.fault.name == "stream_drop" and content % 3 == 0:
+                    continue
+                if late and self.fault.name == "digits_after":
+                    line = _digits_line(line)
+                if late and self.fault.name == "early_stop_after" and content > 1:
+                    await resp.write(b"data: [DONE]\n\n")
+                    break
             await resp.write(line)
         await resp.write_eof()
         return resp
+
+
+HELD_OUT = ("crosstalk_when_busy", "stream_drop", "digits_after", "early_stop_after")
+_NEXT_DIGIT = str.maketrans("0123456789", "1234567890")
+
+
+def _corrupt_choice(choice: dict[str, object], fault: str) -> None:
+    """``digits_after`` or ``early_stop_after`` applied to one non-streamed choice."""
+    logprobs = choice.get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    tokens = content if isinstance(content, list) else []
+    if fault == "digits_after":
+        for key in ("text",):
+            if isinstance(choice.get(key), str):
+                choice[key] = str(choice[key]).translate(_NEXT_DIGIT)
+        message = choice.get("message")
+        if isinstance(message, dict) and isinstance(message.get("content"), str):
+            message["content"] = message["content"].translate(_NEXT_DIGIT)
+        for t in tokens:
+            if isinstance(t, dict) and isinstance(t.get("token"), str):
+                t["token"] = t["token"].translate(_NEXT_DIGIT)
+        return
+    # early_stop_after: keep the first token only
+    first = tokens[0] if tokens and isinstance(tokens[0], dict) else None
+    text = str(first.get("token", "")) if first else str(choice.get("text") or "")[:1]
+    if isinstance(choice.get("text"), str):
+        choice["text"] = text
+    message = choice.get("message")
+    if isinstance(message, dict):
+        message["content"] = text
+    if isinstance(logprobs, dict) and tokens:
+        logprobs["content"] = tokens[:1]
+    choice["finish_reason"] = "stop"
+
+
+def _has_content(line: bytes) -> bool:
+    payload = line[5:].strip()
+    if payload == b"[DONE]":
+        return False
+    try:
+        doc = json.loads(payload)
+    except ValueError:
+        return False
+    for choice in doc.get("choices") or () if isinstance(doc, dict) else ():
+        delta = choice.get("delta") or {}
+        if choice.get("text") or (isinstance(delta, dict) and delta.get("content")):
+            return True
+    return False
+
+
+def _digits_line(line: bytes) -> bytes:
+    doc = json.loads(line[5:].strip())
+    for choice in doc.get("choices") or ():
+        if isinstance(choice.get("text"), str):
+            choice["text"] = choice["text"].translate(_NEXT_DIGIT)
+        delta = choice.get("delta")
+        if isinstance(delta, dict) and isinstance(delta.get("content"), str):
+            delta["content"] = delta["content"].translate(_NEXT_DIGIT)
+    return b"data: " + json.dumps(doc).encode() + b"\n"
 
 
 async def _serve(port: int, argv: list[str], fault: Fault) -> int:
