@@ -424,3 +424,45 @@ def test_families_of_platforms_and_settings(engine: str, log: str, want: C) -> N
 )
 def test_families_of_backends_remote_code_and_runners(engine: str, log: str, want: C) -> None:
     assert classify(log, engine=engine).category is want
+
+
+@pytest.mark.parametrize(
+    ("engine", "log", "want"),
+    [
+        (
+            "vllm",
+            "ValueError: enable_chunked_prefill is not allowed with sliding window disabled",
+            C.INVALID_CONFIG,
+        ),
+        # a flag named in a ValueError: the setting, though its name holds "model"
+        (
+            "sglang",
+            "ValueError: --speculative-draft-model-path and --speculative-algorithm NGRAM "
+            "cannot both be set",
+            C.INVALID_CONFIG,
+        ),
+        (
+            "vllm",
+            "ValueError: Only one of --quantization or --load-format bitsandbytes can be set",
+            C.INVALID_CONFIG,
+        ),
+        (
+            "sglang",
+            "RuntimeError: ncclCommInitRank failed: unhandled system error",
+            C.DISTRIBUTED_FAILURE,
+        ),
+        (
+            "trtllm",
+            "[TensorRT-LLM][INFO] Loaded engine size: 12345 MiB\n"
+            "and then it hung forever, nothing after 30 minutes",
+            C.STARTUP_TIMEOUT_OR_HANG,
+        ),
+        (
+            "vllm",
+            "INFO: task python3:4242 blocked for more than 120 seconds.",
+            C.STARTUP_TIMEOUT_OR_HANG,
+        ),
+    ],
+)
+def test_families_of_settings_collectives_and_hangs(engine: str, log: str, want: C) -> None:
+    assert classify(log, engine=engine).category is want

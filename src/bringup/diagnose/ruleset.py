@@ -242,6 +242,10 @@ TRIGGERS: tuple[str, ...] = (
     "exitcode",
     "template",
     "implement",
+    "hung",
+    "froze",
+    "blocked for",
+    "allowed",
 )
 
 

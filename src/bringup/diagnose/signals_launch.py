@@ -295,7 +295,9 @@ RULES: tuple[Rule, ...] = (
         r"<\s*hangs?\b|\bhangs? (?:for|forever|at|after|indefinitely)|"
         r"\b(?:is|gets|got|stays?) stuck\b|Waiting for shard (?:\d+ )?to be ready|"
         r"taken more than \d+s to initialize|timed out waiting for|"
-        r"never (?:becomes|became) (?:ready|healthy)",
+        r"never (?:becomes|became) (?:ready|healthy)|"
+        r"\b(?:hung|freezes|froze)\b (?:at|on|after|while|forever|for|here|indefinitely|up)\b|"
+        r"blocked for more than \d+ seconds",
         C.STARTUP_TIMEOUT_OR_HANG,
         3,
         "the engine stopped making progress: see the stage it reached, raise the start "
@@ -332,7 +334,9 @@ RULES: tuple[Rule, ...] = (
         r"\bmust be (?:one of|a positive|positive|non-negative|between|in \[|set to)|"
         r"\bexpected one of\b|\bis not a valid\b|\bcannot be (?:used|set|combined|enabled)|"
         r"\bis required when\b|\bconflicts? with\b|"
-        r"\bmust be [\w.-]+ (?:when|if) (?:using|enabling|running|with)\b",
+        r"\bmust be [\w.-]+ (?:when|if) (?:using|enabling|running|with)\b|"
+        r"\bis not allowed (?:with|when|for|in|together)\b|\bcannot both be\b|"
+        r"\bonly one of .{1,80}? (?:can|may|should|must) be (?:set|specified|used|given|enabled)",
         C.INVALID_CONFIG,
         2.2,
         name="message-setting-refused",

@@ -70,6 +70,14 @@ RULES: tuple[Rule, ...] = (
         1.6,
         name="value-error-about-the-model",
     ),
+    # a ValueError that names a command-line flag is about that setting, whatever noun
+    rule(
+        r"^(?:[\w.]+\.)?ValueError: (?=.*(?:^|[\s`'\"(])--[a-z])",
+        C.INVALID_CONFIG,
+        1.7,
+        "a value the engine refuses: change the flag the message names",
+        name="value-error-naming-a-flag",
+    ),
     rule(
         r"^(?:[\w.]+\.)?ValueError: ",
         C.INVALID_CONFIG,
