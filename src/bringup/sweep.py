@@ -21,7 +21,7 @@ from typing import Any
 from bringup import fingerprint as fp
 from bringup.builtin_models import resolve_builtin
 from bringup.checks import ReferenceAnswers
-from bringup.checks.paired_load import floor_from, is_control
+from bringup.checks.paired_load import note_control
 from bringup.engines.base import EngineAdapter
 from bringup.engines.registry import get_engine
 from bringup.executors import Executor, LocalExecutor, TrialDone, TrialJob
@@ -358,15 +358,15 @@ async def run_sweep(
                     store.save_reference(prep.fingerprint_key, ref_key, done.answers.to_dict())
                 if job.planned.config == ref_config:
                     _note_reference_speed(done.result, ref_decode)
-                floor = (
-                    floor_from(done.result.checks, done.result.trial_id)
-                    if reference is not None
-                    and is_control(job.planned.config, ref_config, spec.checks.controls)
-                    else None
-                )
-                if reference is not None and floor is not None:
-                    # a relaunch of the reference under load: the floor later candidates meet
-                    reference.meta["load_floor"] = floor
+                # a relaunch of the reference under load: the floor later candidates meet
+                if reference is not None and note_control(
+                    reference,
+                    job.planned.config,
+                    ref_config,
+                    spec.checks.controls,
+                    done.result.checks,
+                    done.result.trial_id,
+                ):
                     store.save_reference(prep.fingerprint_key, ref_key, reference.to_dict())
                 retried = steering.will_retry(job.planned, done.result)
                 steering.tell(job.planned, done.result)

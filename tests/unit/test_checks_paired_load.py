@@ -7,6 +7,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from aiohttp import web
@@ -16,6 +17,7 @@ from bringup.checks.paired_load import (
     floor_from,
     is_control,
     judge_under_load,
+    note_control,
 )
 from bringup.http import OpenAIClient
 from bringup.spec import Spec, parse_spec
@@ -151,3 +153,54 @@ def test_a_control_differs_from_the_reference_only_in_control_flags() -> None:
     assert not is_control(ref, ref, ["--seed"])  # the reference itself
     assert not is_control({"--cache-type-k": "q8_0", "--seed": 2}, ref, ["--seed"])
     assert floor_from({}, "t") is None
+
+
+async def test_the_trial_keeps_the_reference_under_load_and_judges_once_a_control_ran(
+    serve: Callable[[LoadSensitive], asyncio.Future[str]], tmp_path: Path
+) -> None:
+    """Reference trial -> control trial -> candidate trial, through the trial's own step and
+    the sweep's bookkeeping (note_control), on servers whose answers move under load."""
+    from bringup.checks.accuracy import collect_answers
+    from bringup.engines.registry import get_engine
+    from bringup.plan.base import PlannedTrial
+    from bringup.trial import TrialContext, TrialRun, _paired_under_load
+    from bringup.verdict import TrialResult
+
+    s = spec()
+    ref_flags = s.reference_config()
+    adapter = get_engine("llama.cpp")
+
+    async def trial(model: LoadSensitive, flags: dict[str, object], ctx: TrialContext) -> TrialRun:
+        run = TrialRun(TrialResult(trial_id=f"t-{len(flags)}", flags=flags))
+        async with OpenAIClient(await serve(model)) as client:
+            if ctx.collect_reference:
+                run.answers = await collect_answers(client, s)
+            await _paired_under_load(ctx, PlannedTrial(flags), run, client)
+        return run
+
+    ref_run = await trial(
+        LoadSensitive(jitter=0.04, seed=1),
+        ref_flags,
+        TrialContext(s, adapter, tmp_path, collect_reference=True),
+    )
+    reference = ref_run.answers
+    assert reference is not None and reference.meta["under_load"]["meta"]["streams"] == 4
+
+    control_flags = ref_flags | {"--seed": 7}
+    ctx = TrialContext(s, adapter, tmp_path, reference=reference)
+    control = await trial(LoadSensitive(jitter=0.04, seed=2), control_flags, ctx)
+    assert control.result.checks["accuracy_under_load"]["judged"] is False
+    # a candidate is not a control; the control is, and leaves its floor with the reference
+    assert not note_control(reference, ref_flags | {"--cache-type-k": "q8_0"}, ref_flags,
+                            s.checks.controls, control.result.checks, "t002")  # fmt: skip
+    assert note_control(
+        reference, control_flags, ref_flags, s.checks.controls, control.result.checks, "t002"
+    )
+    assert reference.meta["load_floor"]["trial"] == "t002"
+
+    broken = await trial(
+        LoadSensitive(jitter=0.04, shift=0.6, seed=3), ref_flags | {"--cache-type-k": "q8_0"}, ctx
+    )
+    assert broken.result.failure is not None
+    assert broken.result.failure.category is Category.ACCURACY_REGRESSION
+    assert broken.result.checks["accuracy_under_load"]["judged"] is True

@@ -133,6 +133,24 @@ def floor_from(checks: dict[str, Any], trial_id: str) -> dict[str, Any] | None:
     }
 
 
+def note_control(
+    reference: ReferenceAnswers | None,
+    flags: Config,
+    reference_flags: Config,
+    controls: Sequence[str],
+    checks: dict[str, Any],
+    trial_id: str,
+) -> bool:
+    """Keep a finished control's floor in ``reference.meta["load_floor"]``; True if kept."""
+    if reference is None or not is_control(flags, reference_flags, controls):
+        return False
+    floor = floor_from(checks, trial_id)
+    if floor is None:
+        return False
+    reference.meta["load_floor"] = floor
+    return True
+
+
 def limits_from(spec: Spec, floor: dict[str, Any]) -> dict[str, float]:
     idle = _thresholds(spec)
     agreement = float(floor.get("agreement") or 1.0)
