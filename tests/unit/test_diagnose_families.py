@@ -466,3 +466,38 @@ def test_families_of_backends_remote_code_and_runners(engine: str, log: str, wan
 )
 def test_families_of_settings_collectives_and_hangs(engine: str, log: str, want: C) -> None:
     assert classify(log, engine=engine).category is want
+
+
+@pytest.mark.parametrize(
+    ("engine", "log", "want"),
+    [
+        ("tgi", "Error: Shard process was signaled to shutdown with signal 9", C.OOM_HOST),
+        (
+            "vllm",
+            "RuntimeError: Cannot find any model weights with `/models/x`",
+            C.MODEL_LOAD_FAILURE,
+        ),
+        ("vllm", "ValueError: No supported config format found in /models/x", C.MODEL_LOAD_FAILURE),
+        ("trtllm", "[TRT-LLM] [E] Failed to load tokenizer from /models/x", C.MODEL_LOAD_FAILURE),
+        (
+            "tgi",
+            "ValueError: Tokenizer class Qwen2Tokenizer does not exist or is not currently "
+            "imported.",
+            C.MODEL_INCOMPATIBLE,
+        ),
+        ("vllm", "RuntimeError: Failed to infer device type", C.MISSING_DEPENDENCY),
+        (
+            "ollama",
+            'error="llama runner process has terminated: error:Could not initialize Tensile '
+            'host: No devices found"',
+            C.MISSING_DEPENDENCY,
+        ),
+        (
+            "sglang",
+            "ValueError: --tp-size (3) must divide the number of attention heads (32)",
+            C.INVALID_CONFIG,
+        ),
+    ],
+)
+def test_families_of_model_files_devices_and_shards(engine: str, log: str, want: C) -> None:
+    assert classify(log, engine=engine).category is want

@@ -54,7 +54,7 @@ RULES = RuleSet(
         ),
         rule(
             r"^Killed$|signal: killed|\bSIGKILL\b|killed by signal 9|exit(?:ed)? (?:with )?"
-            r"(?:code|status) 137\b|"
+            r"(?:code|status) 137\b|signaled to shutdown with signal 9\b|"
             # the shell's report of a job it ran: "line 1:  123 Killed   python3 -m ..."
             r"(?:^|: )(?:line \d+: +)?\d+ Killed {2,}\S|^\[\d+\][+-]? +Killed +\S|"
             # a parent's report of a child ended by SIGKILL
@@ -220,7 +220,7 @@ RULES = RuleSet(
         rule(
             r"(?:is|are) not supported (?:with|when|together with|in combination)|"
             r"cannot be used (?:with|together)|mutually exclusive|is incompatible with|"
-            r"must be divisible by|is not divisible by|should be divisible by|"
+            r"must be divisible by|is not divisible by|should be divisible by|must divide\b|"
             r"pydantic.*validation error|validation errors? for \w+Config|Value error,|"
             r"(?:requires|needs|only works with|is only supported (?:with|when)) --[a-z][\w-]+|"
             r"(?:Unknown|Invalid|Unsupported) (?:attention |MoE |moe )?backend|"

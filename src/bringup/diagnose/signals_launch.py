@@ -164,6 +164,24 @@ RULES: tuple[Rule, ...] = (
         name="download-failed",
     ),
     rule(
+        r"Cannot find any model weights|No model weights found|"
+        r"No supported config format found in|is not a valid JSON file|"
+        r"(?:failed|unable) to load (?:the )?tokenizer\b",
+        C.MODEL_LOAD_FAILURE,
+        4,
+        "the model directory lacks readable weights, config or tokenizer: check the path "
+        "and that the download is complete",
+        name="model-files-missing",
+    ),
+    rule(
+        r"Tokenizer class \w+ does not exist or is not currently imported",
+        C.MODEL_INCOMPATIBLE,
+        4.5,
+        "the installed transformers does not know the model's tokenizer class: a newer "
+        "transformers, or --trust-remote-code",
+        name="tokenizer-class-unknown",
+    ),
+    rule(
         r"Invalid repository ID or local directory",
         C.MODEL_LOAD_FAILURE,
         5.5,

@@ -219,7 +219,8 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"Torch not compiled with CUDA enabled|cudaErrorInsufficientDriver|"
         r"cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|CUDA_ERROR_NOT_INITIALIZED|"
-        r"failed to initialize CUDA|HSA_STATUS_ERROR_OUT_OF_RESOURCES.*init",
+        r"failed to initialize CUDA|HSA_STATUS_ERROR_OUT_OF_RESOURCES.*init|"
+        r"Failed to infer device type|Could not initialize Tensile host: No devices found",
         C.MISSING_DEPENDENCY,
         4.5,
         "the engine cannot reach a GPU through CUDA/ROCm: install the GPU build of the "
