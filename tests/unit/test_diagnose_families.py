@@ -501,3 +501,28 @@ def test_families_of_settings_collectives_and_hangs(engine: str, log: str, want:
 )
 def test_families_of_model_files_devices_and_shards(engine: str, log: str, want: C) -> None:
     assert classify(log, engine=engine).category is want
+
+
+@pytest.mark.parametrize(
+    ("engine", "log", "want"),
+    [
+        ("vllm", "RuntimeError: No CUDA GPUs are available", C.MISSING_DEPENDENCY),
+        (
+            "ollama",
+            "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.",
+            C.MISSING_DEPENDENCY,
+        ),
+        (
+            "tgi",
+            "exec /usr/local/bin/text-generation-launcher: exec format error",
+            C.UNSUPPORTED_HARDWARE,
+        ),
+        (
+            "vllm",
+            "PermissionError: [Errno 13] Permission denied: '/models/llama/config.json'",
+            C.MODEL_LOAD_FAILURE,
+        ),
+    ],
+)
+def test_families_of_drivers_binaries_and_file_access(engine: str, log: str, want: C) -> None:
+    assert classify(log, engine=engine).category is want

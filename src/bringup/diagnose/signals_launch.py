@@ -174,6 +174,15 @@ RULES: tuple[Rule, ...] = (
         name="model-files-missing",
     ),
     rule(
+        r"Permission denied.{0,40}(?:\.gguf|\.safetensors|config\.json|/models?/|"
+        r"huggingface|\.bin\b)",
+        C.MODEL_LOAD_FAILURE,
+        4,
+        "the engine may not read the model files: fix their ownership/permissions (or the "
+        "volume's mount options)",
+        name="model-files-not-readable",
+    ),
+    rule(
         r"Tokenizer class \w+ does not exist or is not currently imported",
         C.MODEL_INCOMPATIBLE,
         4.5,

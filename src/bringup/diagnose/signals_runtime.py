@@ -215,12 +215,23 @@ RULES: tuple[Rule, ...] = (
         "needs (gcc, python3-dev, CUDA toolkit)",
         name="toolchain-failed",
     ),
+    # an image or binary built for another CPU architecture (arm64 vs amd64)
+    rule(
+        r"exec format error|cannot execute binary file",
+        C.UNSUPPORTED_HARDWARE,
+        4,
+        "the image or binary is built for another CPU architecture: pull or build one for "
+        "this machine's (e.g. linux/arm64 vs linux/amd64)",
+        name="binary-for-another-cpu",
+    ),
     # --- CUDA and ROCm error names that say more than "a CUDA error" ---------------
     rule(
         r"Torch not compiled with CUDA enabled|cudaErrorInsufficientDriver|"
         r"cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|CUDA_ERROR_NOT_INITIALIZED|"
         r"failed to initialize CUDA|HSA_STATUS_ERROR_OUT_OF_RESOURCES.*init|"
-        r"Failed to infer device type|Could not initialize Tensile host: No devices found",
+        r"Failed to infer device type|Could not initialize Tensile host: No devices found|"
+        r"No CUDA GPUs are available|NVIDIA-SMI has failed because it couldn't communicate|"
+        r"couldn't communicate with the NVIDIA driver",
         C.MISSING_DEPENDENCY,
         4.5,
         "the engine cannot reach a GPU through CUDA/ROCm: install the GPU build of the "
