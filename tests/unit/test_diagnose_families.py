@@ -526,3 +526,18 @@ def test_families_of_model_files_devices_and_shards(engine: str, log: str, want:
 )
 def test_families_of_drivers_binaries_and_file_access(engine: str, log: str, want: C) -> None:
     assert classify(log, engine=engine).category is want
+
+
+def test_per_rank_tags_are_logger_prefixes() -> None:
+    # PyTorch tags every line of a rank's traceback: the final exception is still read
+    log = (
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "/opt/app/serve.py", line 10, in main\n'
+        "[rank0]:     start()\n"
+        "[rank0]: NotImplementedError: paged KV for cross-attention\n"
+    )
+    d = classify(log)
+    assert d.category is C.MODEL_INCOMPATIBLE
+    assert d.rule == "ladder:not-implemented-for-the-model"
+    tagged = "[1,0]<stderr>:/bin/sh: line 1:  77 Killed      python3 run.py --tp 2\n"
+    assert classify(tagged).category is C.OOM_HOST

@@ -36,6 +36,8 @@ _PREFIXES = [
     re.compile(r"^(?:\[\d+\] )?\d+(?:\.\d+)+ [IWEDT] "),
     # llama.cpp level letter: "E llama_init_from_model: ..."
     re.compile(r"^[IWED] (?=\w+\s*:|\S+\s+\w+:)"),
+    # PyTorch's per-rank tag ("[rank0]: ") and OpenMPI's --tag-output ("[1,0]<stderr>:")
+    re.compile(r"^\[rank\d+\]:\s?|^\[\d+,\d+\]<std(?:out|err)>:\s?"),
     # quoting in issue threads
     re.compile(r"^> ?"),
 ]
