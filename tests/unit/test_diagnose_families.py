@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from bringup.diagnose import classify
+from bringup.diagnose.logtext import content
 from bringup.verdict import Category as C
 
 _VLLM_CONFIG_TB = (
@@ -541,3 +542,24 @@ def test_per_rank_tags_are_logger_prefixes() -> None:
     assert d.rule == "ladder:not-implemented-for-the-model"
     tagged = "[1,0]<stderr>:/bin/sh: line 1:  77 Killed      python3 run.py --tp 2\n"
     assert classify(tagged).category is C.OOM_HOST
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            "2024-09-01T10:00:00.000000Z ERROR text_generation_launcher: Error when initializing",
+            "Error when initializing",
+        ),
+        (
+            "2024-05-01T01:17:12Z  INFO shard-manager: text_generation_launcher: Waiting for "
+            "shard to be ready... rank=0",
+            "Waiting for shard to be ready... rank=0",
+        ),
+        # the message's own first word is never taken for a target
+        ("2025-01-01T10:00:00+00:00 RuntimeError: CUDA error", "RuntimeError: CUDA error"),
+        ("2025-01-01T10:00:00Z ERROR error: bad value", "error: bad value"),
+    ],
+)
+def test_iso_time_level_and_target_are_a_logger_prefix(line: str, message: str) -> None:
+    assert content(line) == message

@@ -36,6 +36,15 @@ _PREFIXES = [
     re.compile(r"^(?:\[\d+\] )?\d+(?:\.\d+)+ [IWEDT] "),
     # llama.cpp level letter: "E llama_init_from_model: ..."
     re.compile(r"^[IWED] (?=\w+\s*:|\S+\s+\w+:)"),
+    # ISO time, level and target (TGI, Rust tracing, kubectl --timestamps):
+    # "2024-05-01T01:17:12.123Z ERROR text_generation_launcher: "
+    re.compile(
+        r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+"
+        r"(?:(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL)\s+)?"
+        # targets are module paths (shard-manager, text_generation_launcher) or spans
+        # (warmup{...}): never a message's own first word ("RuntimeError: ", "error: ")
+        r"(?:(?:[a-z][a-z0-9]*(?:[_-][a-z0-9]+)+|\w+\{[^}]*\}): ){0,3}"
+    ),
     # PyTorch's per-rank tag ("[rank0]: ") and OpenMPI's --tag-output ("[1,0]<stderr>:")
     re.compile(r"^\[rank\d+\]:\s?|^\[\d+,\d+\]<std(?:out|err)>:\s?"),
     # quoting in issue threads
