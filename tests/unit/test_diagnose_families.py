@@ -563,3 +563,14 @@ def test_per_rank_tags_are_logger_prefixes() -> None:
 )
 def test_iso_time_level_and_target_are_a_logger_prefix(line: str, message: str) -> None:
     assert content(line) == message
+
+
+def test_an_error_line_no_rule_knows_is_a_guessed_crash() -> None:
+    log = (
+        "INFO 05-01 10:00:00 [api_server.py:1] starting\n"
+        "ERROR 05-01 10:00:09 [engine.py:88] request loop stopped: widget state corrupt\n"
+    )
+    d = classify(log, engine="vllm")
+    assert d.signal and d.category is C.RUNTIME_CRASH
+    assert d.guessing
+    assert "widget state corrupt" in d.evidence[0]

@@ -69,6 +69,14 @@ _WARNING_LINE = re.compile(
     r"^(?:\[\d+\] )?(?:\d+(?:\.\d+)+ )?W (?=\w)"
 )
 _WARNING = 0.6
+# a line the engine logged at error level: something failed, whatever the message says
+# (the logger's prefix is gone from the text rules read, so it is read here, off the raw
+# line); alone it decides only a guessed crash
+_ERROR_LINE = re.compile(
+    r"\bERROR \d\d-\d\d \d\d:|\] ERROR |^ERROR:|\blevel=ERROR\b|\dZ\s+ERROR\s|"
+    r"^(?:\[\d+\] )?(?:\d+(?:\.\d+)+ )?E (?=\w)|^E\d{4} \d\d:"
+)
+_ERROR_LEVEL = 0.8
 _REFUSAL = re.compile(
     r"\b(?:not (?:yet )?supported|unsupported|unknown|unrecogni[sz]ed|cannot|can't|could not|"
     r"couldn't|unable|does not|doesn't|isn't|is not|invalid|missing|not found|requires?|"
@@ -194,7 +202,20 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
     hits: list[_Hit] = []
     for i, raw in enumerate(lines):
         text = content(raw)
-        if not text or _FRAME_LINE.match(text) or not passes_gate(text):
+        if not text or _FRAME_LINE.match(text):
+            continue
+        if _ERROR_LINE.search(raw):
+            hits.append(
+                _Hit(
+                    Category.RUNTIME_CRASH,
+                    _ERROR_LEVEL,
+                    i,
+                    None,
+                    rule="log:error-level-line",
+                    prior=True,
+                )
+            )
+        if not passes_gate(text):
             continue
         boost = _FINAL_EXC if i in finals else 1.0
         if i in in_engine:
