@@ -9,6 +9,11 @@ instruction set, ...). A category scores its best hit plus a little for each fur
 distinct hit; the best category wins, and its best-scoring hit is the deciding rule (its id
 and the flags the category's rules implicate go with the diagnosis). Answers quoted in the
 log (empty or garbage text) are read by ``outputtext`` and score as ``garbage_output``.
+A line the engine logged at error level counts as a weak crash whatever its message. A rule
+runs only on lines holding one of the literal strings its matches need
+(:mod:`bringup.diagnose.literals`), so the work per line stays small however many rules
+there are. When the deciding rule names only a kind of failure (weight below 2, or a
+``consequence``), the answer is a guess: confidence under 0.5, however far it leads.
 
 Without a deciding signal, ``startup_timeout_or_hang`` needs evidence of a hang: the caller
 knows the engine still runs (``exit_code`` None during launch/readiness), or the log stops

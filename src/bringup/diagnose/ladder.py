@@ -8,7 +8,9 @@ of how much they say:
    a module or a library's class, ``TypeError`` about keyword or positional arguments and a
    ``NameError`` on compiled ops mean two packages of different versions (a dependency); a
    ``NoneType`` attribute is a plain crash; an exception raised while a tokenizer loads
-   means the model's tokenizer files do not fit;
+   means the model's tokenizer files do not fit; with no rule for its message, a
+   ``ValueError`` is a refused value (the model's when it names the model, a setting's when
+   it names a flag) and a ``NotImplementedError`` the model, both as guesses;
 2. signals and exit codes written in the log (``Illegal instruction``, ``signal 4``, Windows
    status codes), since a posted or captured log often names how the process died;
 3. allocator messages that say which memory ran out (prefill budgets, TensorRT's
@@ -19,6 +21,9 @@ of how much they say:
 5. argument validation as any parser phrases it (clap, Go's flag, llama.cpp, llamafile,
    pydantic-style ``x must be < y``) and requests longer than the configured context;
 6. model files refused by format version (old GGML magic) versus files that are not a model;
+   what the model's own config asks for and the code refuses (a model class named beside
+   a refusal, "for this model", a field its config lacks, rope scaling, a missing chat
+   template, remote code to trust);
 7. evidence of a hang (a timeout message, "waiting for shard", a poster's "hangs");
 8. weakest, the vocabulary of a message no rule knows: which noun refused (model,
    tokenizer, option, file) with which verb (not supported, invalid, not found).
