@@ -574,3 +574,16 @@ def test_an_error_line_no_rule_knows_is_a_guessed_crash() -> None:
     assert d.signal and d.category is C.RUNTIME_CRASH
     assert d.guessing
     assert "widget state corrupt" in d.evidence[0]
+
+
+@pytest.mark.parametrize(
+    ("line", "want"),
+    [
+        ("Floating point exception", C.RUNTIME_CRASH),
+        ("Trace/breakpoint trap", C.RUNTIME_CRASH),
+        ("zsh: killed     ./llama-server -m m.gguf", C.OOM_HOST),
+        ("Killed: 9", C.OOM_HOST),
+    ],
+)
+def test_how_the_shell_reports_a_process_death(line: str, want: C) -> None:
+    assert classify(line).category is want

@@ -55,6 +55,7 @@ RULES = RuleSet(
         rule(
             r"^Killed$|signal: killed|\bSIGKILL\b|killed by signal 9|exit(?:ed)? (?:with )?"
             r"(?:code|status) 137\b|signaled to shutdown with signal 9\b|"
+            r"^(?:zsh|bash|sh): killed\b|^Killed: 9$|"
             # the shell's report of a job it ran: "line 1:  123 Killed   python3 -m ..."
             r"(?:^|: )(?:line \d+: +)?\d+ Killed {2,}\S|^\[\d+\][+-]? +Killed +\S|"
             # a parent's report of a child ended by SIGKILL
@@ -132,7 +133,8 @@ RULES = RuleSet(
         ),
         rule(
             r"Segmentation fault|SIGSEGV|core dumped|Fatal Python error|"
-            r"terminate called after throwing|\bAborted\b|Bus error",
+            r"terminate called after throwing|\bAborted\b|Bus error|Floating point exception|"
+            r"\bSIGFPE\b|Trace/breakpoint trap",
             C.RUNTIME_CRASH,
             2.5,
         ),

@@ -246,6 +246,7 @@ TRIGGERS: tuple[str, ...] = (
     "froze",
     "blocked for",
     "allowed",
+    "trap",
 )
 
 
