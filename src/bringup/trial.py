@@ -39,6 +39,7 @@ from bringup.plan.base import PlannedTrial
 from bringup.secrets import flag_secret_values, secret_values
 from bringup.server.devicelock import DeviceLocks, Held, Turn
 from bringup.server.identity import verify_identity
+from bringup.server.outside import mark_interrupted, oom_kills
 from bringup.server.ports import free_port, inspect_occupant
 from bringup.server.process import EngineProcess, describe_exit
 from bringup.server.progress import (
@@ -114,6 +115,7 @@ async def run_trial(
     run = TrialRun(result)
     trial_start = time.monotonic()
     meter = ContentionMeter.start("trial")
+    oom_before = oom_kills()  # an engine SIGKILLed meanwhile by anyone else is no verdict
 
     t0 = _enter(ctx, result, Stage.LAUNCHING, "checking flags")
     problems = adapter.check_flags(spec, planned.config)
@@ -245,6 +247,8 @@ async def run_trial(
         if start_hold is not None:
             start_hold.release()
         if proc is not None and run.server is None:
+            # before teardown: any signal death until now was someone else's
+            mark_interrupted(result, proc.poll(), oom_before)
             interrupted = result.status is Status.INTERRUPTED
             # an interrupted sweep stops at once; otherwise memory is freed between start-ups
             release = None if interrupted else await _device_turn(ctx, result, "releasing")
