@@ -201,7 +201,11 @@ def main() -> int:
         )
         try:
             assert proc.stdout is not None
-            line = proc.stdout.readline().strip()
+            line = ""  # the server's own log comes first on the same output
+            for raw in proc.stdout:
+                if "ready at" in raw or proc.poll() is not None:
+                    line = raw.strip()
+                    break
             probe = bringup("probe", f"http://127.0.0.1:{port}", cwd=work)
         finally:
             os.killpg(proc.pid, signal.SIGTERM)
