@@ -587,3 +587,13 @@ def test_an_error_line_no_rule_knows_is_a_guessed_crash() -> None:
 )
 def test_how_the_shell_reports_a_process_death(line: str, want: C) -> None:
     assert classify(line).category is want
+
+
+def test_a_warning_the_engine_lived_through_decides_only_as_a_guess() -> None:
+    log = (
+        "WARNING 05-01 10:00:00 [config.py:1] Sliding window is not supported for this "
+        "model; disabling it\n"
+        "INFO 05-01 10:00:01 [gpu_model_runner.py:1] Loading weights took 3.1 seconds\n"
+    )
+    d = classify(log, engine="vllm")
+    assert d.guessing

@@ -225,7 +225,8 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
         boost = _FINAL_EXC if i in finals else 1.0
         if i in in_engine:
             boost *= _ENGINE_FRAME
-        if _WARNING_LINE.search(raw):
+        warned = _WARNING_LINE.search(raw) is not None
+        if warned:
             boost *= _WARNING
         if text not in matched:  # ranks and retries repeat lines: each text is read once
             matched[text] = _line_matches(text, rules, index)
@@ -241,7 +242,8 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
                     rule=rule_id,
                     flags=r.flags,
                     transient=r.transient,
-                    prior=r.consequence or r.weight < _CAUSE,
+                    # a warning the engine lived through decides only as a guess
+                    prior=r.consequence or r.weight < _CAUSE or warned,
                 )
             )
     for tb in tracebacks:
