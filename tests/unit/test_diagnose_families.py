@@ -597,3 +597,16 @@ def test_a_warning_the_engine_lived_through_decides_only_as_a_guess() -> None:
     )
     d = classify(log, engine="vllm")
     assert d.guessing
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "INFO Cascade attention is not supported for this model; disabling it",
+        "INFO No chat template found, defaulting to chatml",
+        "INFO rope_scaling type unknown, using the default",
+        "INFO Gemma3ForConditionalGeneration does not support LoRA; disabling it",
+    ],
+)
+def test_the_engine_carrying_on_is_not_a_refusal(line: str) -> None:
+    assert classify(line).label == "unknown"

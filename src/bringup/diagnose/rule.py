@@ -70,6 +70,15 @@ class RuleSet:
     phases: tuple[tuple[str, re.Pattern[str], str], ...] = ()
 
 
+# A line saying the engine worked around what it cannot do ("... not supported for this
+# model; disabling it", "using the default") is the engine carrying on, not refusing. A
+# rule whose pattern starts with this reads only lines without such words.
+REFUSED_ONLY = (
+    r"^(?!(?i:.*\b(?:disabl\w*|fall(?:s|ing)? back|defaulting|ignor\w*|skipp\w*|will use|"
+    r"using (?:the )?default|instead)\b)).*?"
+)
+
+
 def rx(pattern: str, *, case: bool = False) -> re.Pattern[str]:
     return re.compile(pattern, 0 if case else re.IGNORECASE)
 

@@ -6,7 +6,7 @@ Hugging Face hub print, whichever engine sits on top of them.
 
 from __future__ import annotations
 
-from bringup.diagnose.rule import RuleSet, frame_rule, rule
+from bringup.diagnose.rule import REFUSED_ONLY, RuleSet, frame_rule, rule
 from bringup.verdict import Category as C
 
 _KILL_PORT = "another process holds the port: stop it or let bringup pick a free port"
@@ -263,13 +263,14 @@ RULES = RuleSet(
         ),
         # --- model support ----------------------------------------------------------------
         rule(
-            r"size mismatch for|does not recognize this architecture|"
+            REFUSED_ONLY + r"(?:size mismatch for|does not recognize this architecture|"
             r"model type `?[\w-]+`? (?:is )?not (?:supported|recognized)|"
             r"Unsupported (?:model )?architecture|is not supported for (?:this|the) model|"
             r"(?:model|architecture) (?:is )?not (?:yet )?supported|"
-            r"requires [\w_]*(?:head_dim|num_heads|head_size|hidden_size)\w* ?[=!<>]=",
+            r"requires [\w_]*(?:head_dim|num_heads|head_size|hidden_size)\w* ?[=!<>]=)",
             C.MODEL_INCOMPATIBLE,
             4,
+            name="size mismatch for|does not recognize thi",  # the id it has always had
         ),
         # --- attention kernels and the model's shape ---------------------------------------
         # flashinfer's MLA shape checks and head-dim dispatch, vLLM's backends and paged

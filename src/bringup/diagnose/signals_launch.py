@@ -8,7 +8,7 @@ Assembled with :mod:`bringup.diagnose.signals_runtime` by :mod:`bringup.diagnose
 
 from __future__ import annotations
 
-from bringup.diagnose.rule import FrameRule, Rule, frame_rule, rule
+from bringup.diagnose.rule import REFUSED_ONLY, FrameRule, Rule, frame_rule, rule
 from bringup.verdict import Category as C
 
 _CONTEXT = (
@@ -16,6 +16,8 @@ _CONTEXT = (
     "or raise the context length the engine serves"
 )
 _ARGS = "fix the flag or value the launcher rejected (check the engine's --help)"
+# the rules of the model's refusals below read only lines that are refusals (rule.py)
+_REFUSED = REFUSED_ONLY
 # a Hugging Face model class: "Qwen2ForCausalLM", "Gemma3ForConditionalGeneration"
 _MODEL_CLASS = (
     r"\b[A-Z]\w*For(?:CausalLM|ConditionalGeneration|SequenceClassification|MaskedLM|"
@@ -245,14 +247,17 @@ RULES: tuple[Rule, ...] = (
     ),
     # a Hugging Face model class named beside a refusal: the model is what is refused
     rule(
-        _MODEL_CLASS + r"['\"\]]*[^.]{0,80}?\b(?:is |are )?(?:not (?:yet )?supported|unsupported|"
+        _REFUSED
+        + r"(?:"
+        + _MODEL_CLASS
+        + r"['\"\]]*[^.]{0,80}?\b(?:is |are )?(?:not (?:yet )?supported|unsupported|"
         r"does not support|doesn't support|not (?:yet )?implemented|has no \w+ implementation|"
         r"is not compatible with)|"
         r"(?:not (?:yet )?supported|unsupported|not (?:yet )?implemented)[^.]{0,60}?"
         + _MODEL_CLASS
         + r"|^KeyError: ['\"]"
         + _MODEL_CLASS
-        + r"['\"]$",
+        + r"['\"]$)",
         C.MODEL_INCOMPATIBLE,
         4,
         "this engine version has no implementation of the model's class (or not with the "
@@ -271,9 +276,9 @@ RULES: tuple[Rule, ...] = (
     ),
     # what the model's own config asks for, refused: a newer model than the code
     rule(
-        r"(?:not (?:yet )?supported|unsupported|not (?:yet )?implemented|(?:does not|doesn't) "
-        r"(?:yet )?support \w+)[^.]{0,40}?\b(?:for|by|with|in|on) (?:this|the|the current|"
-        r"the given|your|this kind of) model\b",
+        _REFUSED + r"(?:not (?:yet )?supported|unsupported|not (?:yet )?implemented|"
+        r"(?:does not|doesn't) (?:yet )?support \w+)[^.]{0,40}?\b(?:for|by|with|in|on) "
+        r"(?:this|the|the current|the given|your|this kind of) model\b",
         C.MODEL_INCOMPATIBLE,
         4,
         "the engine does not support this for this model: a model it supports, or "
@@ -281,11 +286,11 @@ RULES: tuple[Rule, ...] = (
         name="refused-for-this-model",
     ),
     rule(
-        r"(?:cannot|can't|could not|couldn't|unable to|failed to) find [^.]{0,80}? in the "
-        r"model'?s (?:\w+ ){0,2}config|"
+        _REFUSED + r"(?:(?:cannot|can't|could not|couldn't|unable to|failed to) find [^.]{0,80}? "
+        r"in the model'?s (?:\w+ ){0,2}config|"
         r"(?:missing|not found|absent) (?:in|from) (?:the )?model'?s (?:\w+ ){0,2}config|"
         r"model'?s (?:\w+ ){0,2}config(?:\.json)? (?:is missing|has no|does not (?:have|contain)|"
-        r"lacks)",
+        r"lacks))",
         C.MODEL_INCOMPATIBLE,
         4,
         "the model's config lacks what this engine reads: a checkpoint in the layout the "
@@ -295,10 +300,11 @@ RULES: tuple[Rule, ...] = (
     # rope scaling written by a newer transformers than the one installed (Llama 3.1's
     # rope_type llama3, yarn, longrope): the model's config, not a flag
     rule(
-        r"\brope[_ ]?scaling\b`?[^.]{0,60}?\b(?:must be a dictionary|(?:type )?field must be|"
+        _REFUSED + r"(?:\brope[_ ]?scaling\b`?[^.]{0,60}?\b(?:must be a dictionary|"
+        r"(?:type )?field must be|"
         r"unknown|unsupported|not supported|not recogni[sz]ed)|"
         r"\b(?:unknown|unsupported|unrecogni[sz]ed) rope(?:[_ ]?(?:scaling|type))?\b|"
-        r"\brope[_ ]type\b[^.]{0,40}?\bnot (?:supported|recogni[sz]ed)",
+        r"\brope[_ ]type\b[^.]{0,40}?\bnot (?:supported|recogni[sz]ed))",
         C.MODEL_INCOMPATIBLE,
         4.5,
         "the model's rope_scaling is newer than this engine/transformers: upgrade them, "
@@ -307,10 +313,10 @@ RULES: tuple[Rule, ...] = (
     ),
     # a chat request to a model whose tokenizer brings no chat template
     rule(
-        r"chat[_ ]template is not set|no chat template|must provide a chat template|"
-        r"default chat template is no longer allowed|chat[_ ]template (?:is )?(?:missing|"
-        r"not (?:found|set|defined|provided))|(?:does not|doesn't) (?:have|define|contain) a "
-        r"chat[_ ]template|Cannot use chat template",
+        # only the refusals: "no chat template found, using chatml" is the engine carrying on
+        _REFUSED + r"(?:chat[_ ]template is not set|must provide a chat template|"
+        r"default chat template is no longer allowed|Cannot use chat template|"
+        r"(?:does not|doesn't) (?:have|define|contain) a chat[_ ]template)",
         C.INVALID_CONFIG,
         4.5,
         "the model's tokenizer defines no chat template: pass one (--chat-template FILE) "
