@@ -29,7 +29,9 @@ of how much they say:
    tokenizer, option, file) with which verb (not supported, invalid, not found).
 
 Items 1-4 live in :mod:`bringup.diagnose.signals_runtime`, 5-8 in
-:mod:`bringup.diagnose.signals_launch`; both are engine-independent and apply to every log.
+:mod:`bringup.diagnose.signals_launch`, and what the model asks for that the code refuses
+(item 6's second half) in :mod:`bringup.diagnose.signals_model`; all are engine-independent
+and apply to every log.
 
 Garbage *output* (text that is the engine's answer, not its log) is read by
 :mod:`bringup.diagnose.outputtext`, which needs no keyword gate.
@@ -37,11 +39,11 @@ Garbage *output* (text that is the engine's answer, not its log) is read by
 
 from __future__ import annotations
 
-from bringup.diagnose import signals_launch, signals_runtime
+from bringup.diagnose import signals_launch, signals_model, signals_runtime
 from bringup.diagnose.rule import RuleSet
 
 RULES = RuleSet(
     engine="ladder",
-    rules=(*signals_runtime.RULES, *signals_launch.RULES),
+    rules=(*signals_runtime.RULES, *signals_launch.RULES, *signals_model.RULES),
     frame_rules=signals_launch.FRAME_RULES,
 )
