@@ -235,7 +235,9 @@ async def run_trial(
             _enter(ctx, result, Stage.PASSED, "passed")
         # a failed server still running is kept only when asked, for inspection
         alive = proc is None or proc.poll() is None
-        if keep_alive and (result.passed or (keep_failed and alive)):
+        # unchecked: nothing failed, accuracy was not judged (no reference answers to hand)
+        kept = result.passed or result.status is Status.UNCHECKED
+        if keep_alive and (kept or (keep_failed and alive)):
             run.server = LiveServer(base_url, proc.pid if proc else None, proc, adopted)
         return run
     except asyncio.CancelledError:
@@ -268,7 +270,7 @@ async def run_trial(
 
 
 _WAITING: dict[Turn, str] = {
-    "starting": "waiting to start: another trial is freeing device memory",
+    "starting": "waiting to start: another engine is starting or freeing device memory",
     "measuring": "waiting for the device: another trial is being checked or measured",
     "releasing": "waiting to stop: another trial is starting on this device",
 }

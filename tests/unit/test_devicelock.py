@@ -1,4 +1,4 @@
-"""Turns on a shared device: measure exclusive, start-ups shared, a release exclusive of
+"""Turns on a shared device: measure exclusive, start-ups one at a time, a release exclusive of
 start-ups, across open files of one process and across processes."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ import asyncio
 import subprocess
 import sys
 import time
+from asyncio import FIRST_COMPLETED
 from pathlib import Path
 
 import pytest
@@ -35,26 +36,27 @@ def test_two_measuring_turns_exclude_each_other(tmp_path: Path) -> None:
     assert order == ["first released", "second held"]
 
 
-def test_start_ups_share_and_a_release_waits_for_them(tmp_path: Path) -> None:
+def test_start_ups_take_turns_and_a_release_waits_for_them(tmp_path: Path) -> None:
     locks = DeviceLocks(tmp_path, poll_s=0.01)
 
     async def main() -> None:
         a = await locks.turn("starting")
-        b = await locks.turn("starting")  # shared: no wait
-        assert a.waited_s == 0.0 and b.waited_s == 0.0
-        release = asyncio.ensure_future(locks.turn("releasing"))
+        b = asyncio.ensure_future(locks.turn("starting"))  # engines size memory alone
+        r = asyncio.ensure_future(locks.turn("releasing"))
         await asyncio.sleep(0.1)
-        assert not release.done()
+        assert not b.done() and not r.done()
         a.release()
+        done, pending = await asyncio.wait({b, r}, timeout=5, return_when=FIRST_COMPLETED)
+        assert len(done) == 1 and len(pending) == 1
         await asyncio.sleep(0.1)
-        assert not release.done()  # one start-up still runs
-        b.release()
-        (await release).release()
+        assert not next(iter(pending)).done()  # never a start-up and a release at once
+        done.pop().result().release()
+        (await asyncio.wait_for(pending.pop(), 5)).release()
         # measuring is a different lock: a release never waits for a benchmark
         m = await locks.turn("measuring")
-        r = await asyncio.wait_for(locks.turn("releasing"), 5)
+        s = await asyncio.wait_for(locks.turn("starting"), 5)
         m.release()
-        r.release()
+        s.release()
 
     asyncio.run(main())
 

@@ -25,6 +25,7 @@ from bringup.http import open_session
 from bringup.spec import Config, Spec
 from bringup.store import Store
 from bringup.sweep import SweepOptions, launch_one, prepare
+from bringup.verdict import Status
 
 SETTLE_S = 3.0  # every stream past its prefill before the profile starts
 TRACE_WAIT_S = 180.0
@@ -82,7 +83,7 @@ async def capture(
     spec.engine.env = {**spec.engine.env, **endpoints.launch_env}
     prep = prepare(spec)
     result, server = await launch_one(prep, store, {**config, **endpoints.launch_flags}, options)
-    if server is None or not result.passed:
+    if server is None or result.status not in (Status.PASSED, Status.UNCHECKED):
         raise BringupError(
             f"the configuration did not come up for profiling ({result.status.value}"
             f"{': ' + result.failure.category.value if result.failure else ''}); "

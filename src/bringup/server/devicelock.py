@@ -1,17 +1,20 @@
 """Trials side by side on one device: what they must never do at the same time.
 
 Start-up is most of a trial's time on a GPU engine (imports, weights, compilation, CUDA
-graphs) and uses little of the device, so trials may start side by side. Two things must
-still happen one at a time, across every bringup sweep on this host that shares the
-device (the locks are files, so a vLLM sweep and an SGLang sweep on one GPU agree):
+graphs), so one trial starts while another is checked and measured. Two things still
+happen one at a time, across every bringup sweep on this host that shares the device
+(the locks are files, so a vLLM sweep and an SGLang sweep on one GPU agree):
 
 * **measure**: a trial's checks and benchmark own the device. A benchmark beside another
   benchmark measures neither, and the checks' request timeouts are sized from the
   reference's speed measured alone.
-* **memory**: an engine's start-up holds it shared; a teardown takes it exclusive. vLLM
-  profiles free GPU memory while it starts and aborts when another process frees memory
-  meanwhile ("Error in memory profiling ... other processes sharing the same container
-  release GPU memory"), so a finished trial keeps its memory until no start-up is running.
+* **memory**: an engine's start-up and a teardown each hold it alone. Engines size their
+  KV cache from the device's free memory while they start: vLLM 0.26 on an H200 beside
+  two other vLLM start-ups measured 1.29 GiB and then -2.38 GiB of KV-cache memory where
+  it measures 29.8 GiB alone (an out-of-memory verdict that was the neighbours' doing),
+  and it aborts when another process frees memory meanwhile ("Error in memory profiling
+  ... other processes sharing the same container release GPU memory"). So one engine
+  starts at a time, and a finished trial keeps its memory until no start-up is running.
 
 Written on ``fcntl.flock`` rather than a locking library: its shared and exclusive modes
 are the whole mechanism, the kernel drops a dead holder's lock, and acquiring by polling a
@@ -33,7 +36,7 @@ POLL_S = 0.2
 Turn = Literal["starting", "measuring", "releasing"]
 # each turn: (lock file, shared)
 TURNS: dict[str, tuple[str, bool]] = {
-    "starting": ("memory", True),
+    "starting": ("memory", False),
     "measuring": ("measure", False),
     "releasing": ("memory", False),
 }
