@@ -148,7 +148,8 @@ RULES = RuleSet(
             r"NCCL WARN (?:Cuda failure|Call to \w+ failed|.*(?:[Tt]imeout|error|Error))|"
             r"NCCL error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|"
             r"ncclInvalidUsage|ncclRemoteError|ncclInvalidArgument|NCCL communicator|"
-            r"\bnccl[A-Z]\w+ failed\b|failed to init(?:ialize)? NCCL",
+            r"\bnccl(?:CommInit|CommSplit|GroupEnd|AllReduce|AllGather|ReduceScatter|Broadcast|"
+            r"Send|Recv)\w* failed\b|failed to init(?:ialize)? NCCL",
             C.DISTRIBUTED_FAILURE,
             4.5,
             "check the GPU interconnect: NCCL_P2P_DISABLE=1 / NCCL_IB_DISABLE=1, "
