@@ -110,3 +110,16 @@ def test_the_word_index_finds_what_a_substring_test_finds() -> None:
     assert index.may_match("lora is not supported with tp".lower()) == [1]
     assert index.may_match("mmap: enomem".lower()) == [2]
     assert index.may_match("nothing to see") == []
+
+
+def test_few_rules_run_on_a_long_line_of_error_words() -> None:
+    # the work per line is the rules the prefilter lets through: a rule whose literal is
+    # a word every error line holds (" failed", "error") runs on every line of a long log
+    from bringup.diagnose.classifier import _rule_index
+    from bringup.diagnose.ruleset import rulesets_for
+
+    rules, index = _rule_index(rulesets_for(None))
+    lines = [content(ln) for ln in noisy_error_log(100).splitlines()[:100]]
+    ran = sum(len(index.may_match(t.lower())) for t in lines) / len(lines)
+    assert len(rules) > 100
+    assert ran < 8  # measured 3.4 of 166 rules
