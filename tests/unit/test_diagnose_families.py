@@ -610,3 +610,11 @@ def test_a_warning_the_engine_lived_through_decides_only_as_a_guess() -> None:
 )
 def test_the_engine_carrying_on_is_not_a_refusal(line: str) -> None:
     assert classify(line).label == "unknown"
+
+
+def test_ollama_refusing_a_model_too_large_for_the_host() -> None:
+    log = (
+        'time=2025-01-01T10:00:00Z level=INFO source=sched.go:1 msg="model request too large '
+        'for system" requested="68.3 GiB" available=62.6 system="62.6 GiB"'
+    )
+    assert classify(log, engine="ollama").category is C.OOM_HOST

@@ -40,6 +40,15 @@ RULES = RuleSet(
             5.5,
             "upgrade Ollama",
         ),
+        # the scheduler's own estimate refusing a model the host cannot hold (server/sched.go)
+        rule(
+            r"model request too large for system",
+            C.OOM_HOST,
+            5,
+            "the model needs more memory than this host has free: a smaller model or "
+            "quantization, a smaller num_ctx, or free host memory",
+            name="request-too-large-for-system",
+        ),
         rule(
             r"llama runner process has terminated: signal: killed",
             C.OOM_HOST,
