@@ -1,6 +1,8 @@
 """A real Ray cluster on this machine, for tests and benchmarks: a head and further nodes,
 each started with ``ray start --block`` in a process group of its own and offering custom
-resources (``sim_gpu`` stands in for a GPU).
+resources (``sim_gpu`` stands in for a GPU); a node may run with its own environment, e.g.
+an ``nvidia-smi`` that names another GPU (:func:`fake_gpu_path`), so that nodes of one
+machine have different fingerprints.
 
 Teardown signals those process groups by PID, never ``ray stop`` (which ends every Ray
 process on the machine, other users' included).
@@ -28,26 +30,58 @@ def _free_port() -> int:
 
 
 @dataclass
+class NodeSetup:
+    """What one node offers beyond the common resources, and the environment it runs in."""
+
+    resources: dict[str, float] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def fake_gpu_path(folder: Path, name: str, compute_capability: str) -> str:
+    """A PATH whose ``nvidia-smi`` reports one GPU ``name``: a node's fingerprint then says
+    that GPU (bringup reads GPUs from ``nvidia-smi``; Ray's own detection never calls it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    smi = folder / "nvidia-smi"
+    row = f"{name}, {compute_capability}, 570.86.15, 81559 MiB"
+    smi.write_text(f"#!/bin/sh\necho '{row}'\n", encoding="utf-8")
+    smi.chmod(0o755)
+    return f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+@dataclass
 class LocalRayCluster:
     logs: Path
     address: str = ""
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
-    def start(self, nodes: int, resources: dict[str, float], cpus: int = 1) -> LocalRayCluster:
+    def start(
+        self,
+        nodes: int,
+        resources: dict[str, float],
+        cpus: int = 1,
+        per_node: list[NodeSetup] | None = None,
+    ) -> LocalRayCluster:
+        """``per_node[i]`` adds resources and environment to node ``i`` (0 is the head)."""
         port = _free_port()
         self.address = f"127.0.0.1:{port}"
-        common = ["--num-cpus", str(cpus), "--resources", json.dumps(resources)]
+        setups = list(per_node or []) + [NodeSetup()] * nodes
+
+        def own(i: int) -> list[str]:
+            both = resources | setups[i].resources
+            return ["--num-cpus", str(cpus), "--resources", json.dumps(both)]
+
         head = ["--head", "--port", str(port), "--include-dashboard", "false"]
-        self._node(head + common, "head")
+        self._node(head + own(0), "head", setups[0].env)
         self.wait_alive(1, 180)
         for i in range(1, nodes):
             # one at a time: nodes started together on one address race for the same ports
-            self._node(["--address", self.address, *common], f"node{i}")
+            self._node(["--address", self.address, *own(i)], f"node{i}", setups[i].env)
             self.wait_alive(i + 1, 180)
         return self
 
-    def _node(self, args: list[str], name: str) -> None:
-        env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    def _node(self, args: list[str], name: str, extra_env: dict[str, str]) -> None:
+        # a node's workers inherit its environment: what a node of other hardware would see
+        env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0") | extra_env
         self.logs.mkdir(parents=True, exist_ok=True)
         with (self.logs / f"{name}.log").open("wb") as out:
             self.procs.append(
