@@ -35,7 +35,7 @@ from bringup.store import Store
 from bringup.verdict import Stage, Status, TrialResult
 
 LOST_RETRIES = 2  # a trial whose worker or node died is sent again at most this often
-POLL_S = 0.25  # how often the driver drains stage changes
+POLL_S = 1.0  # how often the driver drains stage changes (progress; results are awaited)
 CANCEL_GRACE_S = 8.0  # a cancelled task's teardown, before it is force-killed
 
 
@@ -120,13 +120,11 @@ def _remote_trial(
 
 
 def _node_name() -> str:
+    """The node this task runs on: its address and Ray's node id (several nodes may share
+    an address). Read from the task's own context: no round trip to the cluster."""
     ray = _ray()
-    ctx = ray.get_runtime_context()
-    node_id = str(ctx.get_node_id())
-    for node in ray.nodes():
-        if node.get("NodeID") == node_id:
-            return f"{node.get('NodeManagerAddress', '?')}:{node.get('NodeManagerPort', '?')}"
-    return node_id[:12]
+    node_id = str(ray.get_runtime_context().get_node_id())
+    return f"{ray.util.get_node_ip_address()}/{node_id[:8]}"
 
 
 class _Board:
@@ -267,17 +265,26 @@ class RayExecutor:
         raise AssertionError("unreachable")  # the loop returns or raises
 
     async def _follow(self, job: TrialJob, ref: Any) -> Any:
-        """Wait for the task, writing the stage changes it posts as they come."""
-        ray = _ray()
-        while True:
-            ready, _ = ray.wait([ref], timeout=0)
-            posts = await self._board.take.remote(job.trial_id)
-            for result_json, message in posts:
-                result = TrialResult.model_validate_json(result_json)
-                job.sink.stage(result, result.stage, message)
-            if ready:
-                return await ref
-            await asyncio.sleep(POLL_S)
+        """Wait for the task, writing the stage changes it posts as they come. The result is
+        awaited, not polled: the driver hears of a finished task at once and hands its slot
+        to the next trial; posts (progress only, the result carries everything) are drained
+        every ``POLL_S``, and once more at the end."""
+        done = asyncio.ensure_future(ref)  # an ObjectRef is awaitable
+        try:
+            while True:
+                finished, _ = await asyncio.wait({done}, timeout=POLL_S)
+                self._write(job, await self._board.take.remote(job.trial_id))
+                if finished:
+                    return done.result()
+        finally:
+            if not done.done():
+                done.cancel()  # only the driver's wait: _cancel ends the task itself
+
+    @staticmethod
+    def _write(job: TrialJob, posts: list[tuple[str, str]]) -> None:
+        for result_json, message in posts:
+            result = TrialResult.model_validate_json(result_json)
+            job.sink.stage(result, result.stage, message)
 
     async def _cancel(self, ref: Any) -> None:
         """Interrupt the task so its trial tears the engine down; force it after a grace."""
