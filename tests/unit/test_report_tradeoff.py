@@ -73,14 +73,17 @@ def test_drift_is_read_against_the_control_relaunch(tmp_path: Path) -> None:
     assert [r.control for r in rows] == [True, False, False]
     control, fp8, worse = rows
     assert control.over_control == 1.0
-    assert fp8.gain is not None and abs(fp8.gain - 0.15) < 1e-9
+    # gains are against every launch of the reference: itself (400) and the control (402)
+    assert fp8.gain is not None and abs(fp8.gain - (460 - 401) / 401) < 1e-9
+    assert control.within_noise and not fp8.within_noise
     assert fp8.over_control is not None and abs(fp8.over_control - 0.047 / 0.012) < 1e-9
     assert worse.verdict == "accuracy_regression"
     hint = threshold_hint(rows)
     assert hint is not None and "max_logprob_mad = 0.016" in hint and "2 of the" in hint
     text = render_text(report)
     assert "accuracy against speed" in text
-    assert "t002 (control)" in text and "+15.0%" in text and "3.9x" in text
+    assert "t002 (control)" in text and "+14.7%" in text and "3.9x" in text
+    assert "the reference launched 2 times" in text
 
 
 def test_without_controls_the_report_says_how_to_measure_the_floor(tmp_path: Path) -> None:
@@ -89,3 +92,19 @@ def test_without_controls_the_report_says_how_to_measure_the_floor(tmp_path: Pat
     assert rows and not any(r.control for r in rows)
     assert threshold_hint(rows) is None
     assert "[checks] controls" in render_text(report)
+
+
+def test_a_control_that_reproduces_the_reference_exactly_is_said_so(tmp_path: Path) -> None:
+    from bringup.report.tradeoff import TradeoffRow
+
+    report = load_report(_store(tmp_path))
+    rows = tradeoff_rows(report)
+    exact = [
+        TradeoffRow(r.trial, r.objective, r.gain, 0.0, (0.0, 0.0), 1.0, None, r.control, "passed")
+        if r.control
+        else r
+        for r in rows
+    ]
+    hint = threshold_hint(exact)
+    assert hint is not None and "reproduced the reference's answers exactly" in hint
+    assert "max_logprob_mad = 0.001" in hint and "(0 of the compared here)" in hint

@@ -13,7 +13,7 @@ from typing import Any
 
 from bringup.contention import contention_warnings, cpu_left_cell
 from bringup.report.model import KEY_FIGURES, RunReport
-from bringup.report.tradeoff import threshold_hint, tradeoff_rows
+from bringup.report.tradeoff import launch_noise, threshold_hint, tradeoff_rows
 from bringup.store import TrialRow
 
 TOP = 5
@@ -71,7 +71,15 @@ def _tradeoff(report: RunReport) -> list[str]:
         return []
     rid = report.run_id
     out = ["", "accuracy against speed (drift of greedy answers from the reference's):"]
-    header = ["trial", "configuration", report.objective, "vs ref", "logprob MAD [95% CI]"]
+    noise = launch_noise(report)
+    if noise is not None and len(noise.values) > 1:
+        runs = ", ".join(fmt(v) for v in noise.values)
+        out.append(
+            f"  the reference launched {len(noise.values)} times: {report.objective} {runs}"
+            f" (+-{noise.spread:.1%} between launches); gains inside that are marked ~"
+        )
+    header = ["trial", "configuration", report.objective, "vs ref launches"]
+    header += ["logprob MAD [95% CI]"]
     header += ["x control", "token agreement", "verdict"]
     body = []
     for r in rows:
@@ -81,7 +89,7 @@ def _tradeoff(report: RunReport) -> list[str]:
                 short_id(r.trial.id, rid) + (" (control)" if r.control else ""),
                 report.label(r.trial.flags),
                 fmt(r.objective),
-                f"{r.gain:+.1%}" if r.gain is not None else "-",
+                (f"{r.gain:+.1%}" + ("~" if r.within_noise else "")) if r.gain is not None else "-",
                 f"{r.mad:.3f}{ci}",
                 f"{r.over_control:.1f}x" if r.over_control is not None else "-",
                 fmt(r.agreement, 2),

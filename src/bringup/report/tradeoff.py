@@ -20,16 +20,33 @@ from bringup.store import TrialRow
 
 
 @dataclass
+class LaunchNoise:
+    """The objective over every launch of the reference configuration (itself + controls)."""
+
+    values: list[float]
+
+    @property
+    def mean(self) -> float:
+        return sum(self.values) / len(self.values)
+
+    @property
+    def spread(self) -> float:
+        """Half the range relative to the mean: 0.05 is +-5% between launches."""
+        return (max(self.values) - min(self.values)) / 2 / self.mean if self.mean else 0.0
+
+
+@dataclass
 class TradeoffRow:
     trial: TrialRow
     objective: float | None
-    gain: float | None  # objective relative to the reference's: +0.12 is 12% better
+    gain: float | None  # objective relative to the reference launches' mean: +0.12 is 12% better
     mad: float
     mad_ci: tuple[float, float] | None
     agreement: float | None
     over_control: float | None  # MAD / the controls' mean MAD
     control: bool
     verdict: str
+    within_noise: bool = False  # the gain is inside the reference launches' own spread
 
 
 def _controls_of(report: RunReport) -> list[str]:
@@ -42,13 +59,25 @@ def _reference(report: RunReport) -> TrialRow | None:
     return refs[0] if refs else None
 
 
+def launch_noise(report: RunReport) -> LaunchNoise | None:
+    """The reference's objective and its controls', when any of them measured it."""
+    ref = _reference(report)
+    if ref is None:
+        return None
+    values = [
+        float(v)
+        for t in [ref, *(r.trial for r in tradeoff_rows(report) if r.control)]
+        if isinstance(v := t.metrics.get(report.objective), int | float)
+    ]
+    return LaunchNoise(values) if values else None
+
+
 def tradeoff_rows(report: RunReport) -> list[TradeoffRow]:
     """One row per trial with an accuracy comparison, controls first, then by drift."""
     ref = _reference(report)
     if ref is None:
         return []
     controls = set(_controls_of(report))
-    base = ref.metrics.get(report.objective)
     measured: list[tuple[TrialRow, dict[str, Any], bool]] = []
     for t in report.trials:
         acc = t.checks.get("accuracy")
@@ -58,6 +87,11 @@ def tradeoff_rows(report: RunReport) -> list[TradeoffRow]:
         measured.append((t, acc, bool(changed) and changed <= controls))
     floor = [float(a["logprob_mad"]) for _, a, c in measured if c]
     floor_mad = sum(floor) / len(floor) if floor else None
+    launches = [ref.metrics.get(report.objective)]
+    launches += [t.metrics.get(report.objective) for t, _, c in measured if c]
+    known = [float(v) for v in launches if isinstance(v, int | float)]
+    noise = LaunchNoise(known) if known else None
+    base = noise.mean if noise else None
     rows = []
     for t, acc, is_control in measured:
         value = t.metrics.get(report.objective)
@@ -77,6 +111,10 @@ def tradeoff_rows(report: RunReport) -> list[TradeoffRow]:
                 mad / floor_mad if floor_mad else None,
                 is_control,
                 t.status.value if t.category is None else t.category.value,
+                within_noise=gain is not None
+                and noise is not None
+                and len(noise.values) > 1
+                and abs(gain) <= noise.spread,
             )
         )
     rows.sort(key=lambda r: (not r.control, r.mad))
@@ -89,6 +127,13 @@ def threshold_hint(rows: list[TradeoffRow]) -> str | None:
     if not uppers:
         return None
     limit = max(uppers)
+    if limit == 0.0:
+        exact = [r for r in rows if not r.control and r.mad == 0.0]
+        return (
+            "the control reproduced the reference's answers exactly, so any drift is the"
+            " configuration's own; [checks] max_logprob_mad = 0.001 keeps only"
+            f" configurations that reproduce them ({len(exact)} of the compared here)"
+        )
     beyond = [r for r in rows if not r.control and r.mad_ci and r.mad_ci[0] > limit]
     return (
         f"to accept only drift within the relaunch noise, set [checks] max_logprob_mad ="
