@@ -1,7 +1,8 @@
 """vLLM 0.26.0 as it really ran on an H200: its logs read back, its help picked by version.
 
-The fixtures are the engine logs of the committed run in docs/gpu/vllm/ (the reference,
-TP=2 on one GPU, an FP8-KV launch), unedited.
+The fixtures are engine logs of the committed runs, unedited: docs/gpu/vllm/ (the reference,
+TP=2 on one GPU, an FP8-KV launch) and docs/gpu/vllm-h200/ (CUDA graphs out of KV-cache
+memory beside other start-ups, FA3 refusing an fp8_e5m2 KV cache).
 """
 
 from __future__ import annotations
@@ -107,3 +108,26 @@ def test_chunked_prefill_switch_renamed_between_0_26_and_0_33() -> None:
     assert p.replacement == "--no-enable-chunked-prefill"
     # the backends this model was offered on 0.26 are valid values there
     assert check_config(old, {"--attention-backend": "TRITON_ATTN"}, "vllm") == []
+
+
+GRAPHS_OOM = FIX / "vllm026_h200_graphs_kv_oom_beside_startups.log"
+FP8_E5M2 = FIX / "vllm026_h200_fa3_fp8_e5m2.log"
+
+
+def test_fa3_refusing_fp8_e5m2_is_the_flag_pair_from_the_real_log() -> None:
+    """docs/gpu/vllm-h200 t009: FLASH_ATTN (FA3 on Hopper) takes fp8 (e4m3) KV, not e5m2."""
+    d = classify(FP8_E5M2.read_text(encoding="utf-8"), engine="vllm", exit_code=1)
+    assert d.category is Category.INVALID_CONFIG
+    assert any("kv_cache_dtype not supported" in e for e in d.evidence)
+    assert d.remedy and "--attention-backend" in d.remedy
+
+
+def test_no_kv_cache_memory_from_the_real_log_is_gpu_memory() -> None:
+    """docs/gpu/vllm-h200 t006: CUDA graphs on, three engines starting on the GPU at once;
+    vLLM measured -2.38 GiB for its KV cache. The log reads as out of GPU memory (it is);
+    that neighbours caused it is why start-ups on a shared device now take turns."""
+    text = GRAPHS_OOM.read_text(encoding="utf-8")
+    assert "Available KV cache memory: -2.38 GiB" in text
+    d = classify(text, engine="vllm", exit_code=1)
+    assert d.category is Category.OOM_GPU
+    assert not d.transient  # alone, the same line is this configuration's own verdict
