@@ -252,8 +252,13 @@ async def run_trial(
             # before teardown: any signal death until now was someone else's
             mark_interrupted(result, proc.poll(), oom_before)
             interrupted = result.status is Status.INTERRUPTED
-            # an interrupted sweep stops at once; otherwise memory is freed between start-ups
-            release = None if interrupted else await _device_turn(ctx, result, "releasing")
+            # an interrupted sweep stops at once; otherwise memory is freed between start-ups,
+            # unless the engine and all its children are gone already (nothing left to free)
+            release = (
+                None
+                if interrupted or not proc.running()
+                else await _device_turn(ctx, result, "releasing")
+            )
             try:
                 proc.stop(INTERRUPT_GRACE_S if interrupted else spec.launch.stop_grace_s)
             finally:

@@ -283,3 +283,24 @@ async def test_no_reference_answers_leaves_a_candidate_unchecked_not_passed(
     run = await run_trial(ctx, PlannedTrial({}), "t")
     assert run.result.status is Status.UNCHECKED and run.result.failure is None
     assert "skipped" in run.result.checks["accuracy"]
+
+
+def test_running_covers_the_group_not_only_the_leader(tmp_path: Path) -> None:
+    """A leader that exited while its child lives still holds what the child holds."""
+    code = (
+        "import subprocess, sys; "
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])"
+    )
+    proc = EngineProcess([sys.executable, "-c", code], tmp_path / "e.log")
+    try:
+        deadline = time.monotonic() + 30
+        while proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() == 0
+        assert proc.running()  # the sleeping child is in the group
+    finally:
+        proc.stop(1.0)
+    deadline = time.monotonic() + 30  # the killed child is reaped by whoever adopted it
+    while proc.running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not proc.running()

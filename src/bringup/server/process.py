@@ -91,6 +91,10 @@ class EngineProcess:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pgid, sig)
 
+    def running(self) -> bool:
+        """The leader or any process of its group is still alive (and may hold memory)."""
+        return self.popen.poll() is None or self._group_alive()
+
     def stop(self, grace_s: float = 10.0) -> int | None:
         """SIGTERM the group, SIGKILL after ``grace_s``; returns the leader's exit status."""
         try:
