@@ -147,6 +147,10 @@ class ChecksSpec(_Section):
     accuracy_tokens: int = Field(default=32, ge=1)
     max_logprob_mad: float | None = None  # None: the measured default
     min_token_agreement: float | None = None
+    max_garbage_share: float | None = Field(default=None, ge=0, le=1)  # None: the default
+    # measure more: the reference answers this many prompts, so an inconclusive candidate
+    # can be asked more of them (None: twice accuracy_prompts)
+    accuracy_max_prompts: int | None = Field(default=None, ge=1)
     tolerate: list[str] = Field(default_factory=list)  # flags whose drift is accepted
     # flags that cannot change greedy output (a sampling seed): a trial that changes only
     # these is a relaunch of the reference, whose drift is the noise floor (report.tradeoff)

@@ -22,10 +22,10 @@ from bringup.checks import (
     ReferenceAnswers,
     check_under_load,
     collect_answers,
-    compare_accuracy,
     run_correctness,
     suite_for,
 )
+from bringup.checks.accuracy_budget import judge_accuracy
 from bringup.checks.correctness import FREE_TEXT_TOKENS
 from bringup.checks.long_context import long_context_check
 from bringup.checks.paired_load import answers_under_load, judge_under_load
@@ -435,11 +435,9 @@ async def _checks_and_bench(
         if spec.checks.accuracy and (ctx.reference is not None or ctx.collect_reference):
             t0 = _enter(ctx, result, Stage.ACCURATE, "differential check against the reference")
             candidate_of = None if ctx.collect_reference else ctx.reference
-            answers = await collect_answers(client, spec, reference=candidate_of)
-            run.answers = answers
-            if candidate_of is not None:
-                acc = await compare_accuracy(
-                    candidate_of, answers, spec, candidate_flags=planned.config
+            if candidate_of is not None:  # asks more prompts while the verdict is inconclusive
+                acc, run.answers = await judge_accuracy(
+                    client, candidate_of, spec, candidate_flags=planned.config
                 )
                 result.checks["accuracy"] = acc.to_dict()
                 if not acc.passed:
@@ -449,6 +447,7 @@ async def _checks_and_bench(
                         acc.evidence,
                     )
             else:
+                run.answers = await collect_answers(client, spec)
                 result.checks["accuracy"] = {"role": "reference"}
             if spec.checks.paired_load and not result.failure:
                 await _paired_under_load(ctx, planned, run, client)

@@ -197,7 +197,8 @@ async def test_collect_and_compare_with_reference_scoring(alphabet: Any) -> None
     s = spec()
     async with OpenAIClient(url) as c:
         ref = await collect_answers(c, s)
-        assert len(ref.prompts) == 3 and all(len(a.tokens) == 4 for a in ref.answers)
+        # the reference answers twice accuracy_prompts: the budget for measuring more
+        assert len(ref.prompts) == 6 and all(len(a.tokens) == 4 for a in ref.answers)
         same = await collect_answers(c, s, reference=ref)
         assert same.forced is not None and same.forced[0] == [-0.1] * 4
         rep = await compare_accuracy(ref, same, s, c)
@@ -208,8 +209,10 @@ async def test_collect_and_compare_with_reference_scoring(alphabet: Any) -> None
             [Completion(" q m", [" q", " m"], [-0.1, -0.1], [{}, {}]), *ref.answers[1:]],
         )
         rep = await compare_accuracy(ref, junk, s, c)
+    # one unlikely answer of six: garbage, not yet proven to be the configuration's habit
     assert rep.category is Category.GARBAGE_OUTPUT
-    assert "likelihood" in rep.evidence[0] and "-12.00" in rep.evidence[0]
+    assert rep.evidence[0].startswith("inconclusive: garbage on 1 of 6 prompts")
+    assert "likelihood" in rep.evidence[1] and "-12.00" in rep.evidence[1]
 
 
 def _shifted_by(shifts: list[float]) -> tuple[ReferenceAnswers, ReferenceAnswers]:

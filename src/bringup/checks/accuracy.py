@@ -9,15 +9,17 @@ the reference's tokens in the reference's contexts (teacher forcing, see
 
 ``compare_accuracy(reference, candidate, spec)`` reports greedy token agreement (share of
 reference tokens reproduced before the first divergence), first divergence positions, the
-mean absolute log-probability difference on the reference tokens with a bootstrap 95% CI
-over prompts, and the signed paired difference. The MAD verdict is three-way by that
-interval (``AccuracyReport.verdict``): ``pass`` when the CI lies wholly at or under
-``max_logprob_mad``, ``fail`` when wholly over, otherwise ``inconclusive``. An
-inconclusive result has not shown the candidate matches the reference, so it does not
-pass: it fails as ``accuracy_regression`` with evidence that begins "inconclusive" and
-names the interval (the point estimate alone decided borderline rows by luck). Token
-agreement is still judged on its point value. It fails as ``garbage_output`` when the
-detectors or the reference-likelihood check fire on the candidate's answers.
+mean absolute log-probability difference on the reference tokens and the signed paired
+difference, each with a bootstrap 95% CI over prompts, and the garbage the candidate wrote.
+Every verdict is three-way by its interval (:mod:`bringup.checks.intervals`,
+``AccuracyReport.verdicts``): the MAD against ``max_logprob_mad``, the agreement against
+``min_token_agreement``, and the share of prompts answered with garbage against
+``max_garbage_share``. A garbage finding on a prompt whose reference answer trips the same
+detector is excused (the reference's own loops are not the candidate's fault) and listed.
+Garbage that is not a pass fails as ``garbage_output``; drift or agreement that is not a
+pass fails as ``accuracy_regression``; an inconclusive one's evidence begins
+"inconclusive" and names the interval (the point estimate alone decided borderline rows
+by luck). :mod:`bringup.checks.accuracy_budget` measures more before that is final.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bringup.checks.garbage import check_likelihood, detect_garbage
+from bringup.checks.intervals import Verdict, at_least, at_most, garbage_share, wilson
 from bringup.checks.known_answers import accuracy_prompts_for
 from bringup.checks.scoring import force_tokens, mean_finite, score_text
 from bringup.http import Completion, OpenAIClient, RequestError
@@ -46,6 +49,10 @@ TOP_LOGPROBS = 10
 # a model this small breaks on near-ties, so its limit is loose.
 DEFAULT_MAX_LOGPROB_MAD = 0.10
 DEFAULT_MIN_TOKEN_AGREEMENT = 0.35
+# The share of accuracy prompts that may be garbage the reference did not also write:
+# one broken answer in a handful is not yet proof (a detector near its threshold), three
+# in sixteen is (Wilson's lower bound 0.066 > 0.05).
+DEFAULT_MAX_GARBAGE_SHARE = 0.05
 BOOTSTRAP_RESAMPLES = 2000
 
 
@@ -67,6 +74,19 @@ class ReferenceAnswers:
             "forced": [[_enc(x) for x in row] for row in self.forced] if self.forced else None,
             "meta": self.meta,
         }
+
+    def part(self, start: int, stop: int) -> ReferenceAnswers:
+        """The answers to prompts ``start`` to ``stop`` (forced scores with them)."""
+        forced = self.forced[start:stop] if self.forced is not None else None
+        sl = slice(start, stop)
+        return ReferenceAnswers(self.prompts[sl], self.max_tokens, self.answers[sl], forced)
+
+    def joined(self, more: ReferenceAnswers) -> ReferenceAnswers:
+        """These answers followed by ``more`` (to the prompts after these)."""
+        forced = (self.forced or []) + (more.forced or []) if self.forced or more.forced else None
+        return ReferenceAnswers(
+            self.prompts + more.prompts, self.max_tokens, self.answers + more.answers, forced
+        )
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ReferenceAnswers:
@@ -91,8 +111,13 @@ def _dec(x: Any) -> float:
 async def collect_answers(
     client: OpenAIClient, spec: Spec, *, reference: ReferenceAnswers | None = None
 ) -> ReferenceAnswers:
-    """Greedy answers with top logprobs; with ``reference``, also force-score its tokens."""
-    prompts = reference.prompts if reference else accuracy_prompts_for(spec)
+    """Greedy answers with top logprobs; with ``reference``, also force-score its tokens.
+
+    Without ``reference`` (this is the reference) it answers ``reference_prompt_count``
+    prompts: the budget a candidate may be asked when its verdict is inconclusive."""
+    prompts = (
+        reference.prompts if reference else accuracy_prompts_for(spec, reference_prompt_count(spec))
+    )
     n = reference.max_tokens if reference else spec.checks.accuracy_tokens
     answers: list[Completion] = []
     forced: list[list[float]] | None = [] if reference else None
@@ -103,6 +128,16 @@ async def collect_answers(
             target = reference.answers[i].tokens
             forced.append(await force_tokens(client, prompt, target, first=own, top=TOP_LOGPROBS))
     return ReferenceAnswers(prompts, n, answers, forced)
+
+
+def reference_prompt_count(spec: Spec) -> int:
+    """How many prompts the reference answers: ``checks.accuracy_max_prompts``, else twice
+    ``accuracy_prompts`` (never fewer than ``accuracy_prompts``)."""
+    c = spec.checks
+    budget = (
+        c.accuracy_max_prompts if c.accuracy_max_prompts is not None else 2 * c.accuracy_prompts
+    )
+    return max(budget, c.accuracy_prompts)
 
 
 @dataclass
@@ -121,6 +156,18 @@ class AccuracyReport:
     per_prompt: list[dict[str, Any]] = field(default_factory=list)
     note: str | None = None
     verdict: str = "pass"  # the MAD verdict by interval: "pass", "fail" or "inconclusive"
+    token_agreement_ci: tuple[float, float] = (math.nan, math.nan)
+    garbage_prompts: int = 0  # prompts with garbage the reference did not also write
+    garbage_share_ci: tuple[float, float] = (0.0, 0.0)
+    excused: list[str] = field(default_factory=list)  # garbage the reference wrote as well
+    verdicts: dict[str, Verdict] = field(default_factory=dict)  # check -> three-way verdict
+    measured: str | None = None  # what measuring more added (accuracy_budget)
+
+    @property
+    def inconclusive(self) -> bool:
+        """No verdict failed and at least one straddles its limit: more prompts may decide."""
+        vs = self.verdicts.values()
+        return "fail" not in vs and "inconclusive" in vs
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -138,6 +185,12 @@ class AccuracyReport:
             "per_prompt": self.per_prompt,
             "note": self.note,
             "verdict": self.verdict,
+            "token_agreement_ci": list(self.token_agreement_ci),
+            "garbage_prompts": self.garbage_prompts,
+            "garbage_share_ci": list(self.garbage_share_ci),
+            "excused": self.excused,
+            "verdicts": dict(self.verdicts),
+            "measured": self.measured,
         }
 
     def summary(self) -> str:
@@ -191,7 +244,12 @@ def _thresholds(spec: Spec) -> dict[str, float]:
     agr = (
         c.min_token_agreement if c.min_token_agreement is not None else DEFAULT_MIN_TOKEN_AGREEMENT
     )
-    return {"max_logprob_mad": mad, "min_token_agreement": agr}
+    garbage = c.max_garbage_share
+    return {
+        "max_logprob_mad": mad,
+        "min_token_agreement": agr,
+        "max_garbage_share": DEFAULT_MAX_GARBAGE_SHARE if garbage is None else garbage,
+    }
 
 
 async def compare_accuracy(
@@ -215,7 +273,8 @@ async def compare_accuracy(
     signed_means: list[float] = []
     agreements: list[float] = []
     divergences: list[int | None] = []
-    garbage: list[str] = []
+    garbage: dict[int, str] = {}  # prompt index -> the first finding on it
+    excused: list[str] = []
     for i, prompt in enumerate(reference.prompts):
         ref, cand = reference.answers[i], candidate.answers[i]
         forced = candidate.forced[i] if candidate.forced else None
@@ -236,7 +295,12 @@ async def compare_accuracy(
             signed_means.append(sum(diffs) / len(diffs))
         finding = detect_garbage(cand.text, cand.tokens or None)
         if finding:
-            garbage.append(f"prompt {i + 1} {prompt[:40]!r}: {finding.evidence()}")
+            where = f"prompt {i + 1} {prompt[:40]!r}: {finding.evidence()}"
+            own = detect_garbage(ref.text, ref.tokens or None)
+            if own is not None and own.detector == finding.detector:
+                excused.append(f"{where} (the reference's answer trips {own.detector} too)")
+            else:
+                garbage[i] = where
         per_prompt.append(
             {
                 "prompt": prompt,
@@ -248,7 +312,9 @@ async def compare_accuracy(
             }
         )
     if client_for_reference_scoring is not None:
-        garbage += await _likelihood_findings(client_for_reference_scoring, reference, candidate)
+        found = await _likelihood_findings(client_for_reference_scoring, reference, candidate)
+        for i, where in found:
+            garbage.setdefault(i, where)
 
     mad = sum(abs_means) / len(abs_means) if abs_means else math.nan
     diff = sum(signed_means) / len(signed_means) if signed_means else math.nan
@@ -267,22 +333,56 @@ async def compare_accuracy(
         thresholds=limits,
         per_prompt=per_prompt,
     )
-    report.verdict = mad_verdict(report.logprob_mad_ci, limits["max_logprob_mad"])
-    if garbage:
-        report.passed, report.category, report.evidence = False, Category.GARBAGE_OUTPUT, garbage
+    n = len(reference.prompts)
+    report.token_agreement_ci = bootstrap_ci(agreements)
+    report.garbage_prompts, report.excused = len(garbage), excused
+    report.garbage_share_ci = wilson(len(garbage), n) if n else (0.0, 0.0)
+    mad_v = at_most(report.logprob_mad_ci, limits["max_logprob_mad"])
+    report.verdict = mad_v
+    report.verdicts = {
+        "garbage": garbage_share(len(garbage), n, limits["max_garbage_share"]),
+        "logprob_mad": mad_v,
+        "token_agreement": at_least(report.token_agreement_ci, limits["min_token_agreement"]),
+    }
+    if report.verdicts["garbage"] != "pass":
+        findings = [garbage[i] for i in sorted(garbage)]
+        if report.verdicts["garbage"] == "inconclusive":
+            glo, ghi = report.garbage_share_ci
+            findings.insert(
+                0,
+                f"inconclusive: garbage on {len(garbage)} of {n} prompts, its share's 95% CI "
+                f"{glo:.3f}-{ghi:.3f} straddles the limit {limits['max_garbage_share']}",
+            )
+        report.passed, report.category, report.evidence = (
+            False,
+            Category.GARBAGE_OUTPUT,
+            findings,
+        )
         return report
     crossed = []
+    unsure = []
     lo, hi = report.logprob_mad_ci
     if report.verdict == "fail":
         crossed.append(f"logprob MAD {mad:.4f} > {limits['max_logprob_mad']} (wholly, by its CI)")
     elif report.verdict == "inconclusive":
-        crossed.append(
+        unsure.append(
             f"inconclusive: logprob MAD {mad:.4f}, its 95% CI {lo:.4f}-{hi:.4f} straddles "
-            f"the limit {limits['max_logprob_mad']}; more or longer accuracy prompts "
-            "(accuracy_prompts, accuracy_tokens) would decide it"
+            f"the limit {limits['max_logprob_mad']}"
         )
-    if not math.isnan(agreement) and agreement < limits["min_token_agreement"]:
-        crossed.append(f"token agreement {agreement:.3f} < {limits['min_token_agreement']}")
+    alo, ahi = report.token_agreement_ci
+    if report.verdicts["token_agreement"] == "fail":
+        crossed.append(
+            f"token agreement {agreement:.3f} < {limits['min_token_agreement']} "
+            f"(wholly, by its CI {alo:.3f}-{ahi:.3f})"
+        )
+    elif report.verdicts["token_agreement"] == "inconclusive":
+        unsure.append(
+            f"inconclusive: token agreement {agreement:.3f}, its 95% CI {alo:.3f}-{ahi:.3f} "
+            f"straddles the limit {limits['min_token_agreement']}"
+        )
+    if unsure:
+        unsure[-1] += "; more accuracy prompts (checks.accuracy_max_prompts) would decide it"
+    crossed += unsure
     if crossed:
         worst = max(range(len(per_prompt)), key=lambda j: per_prompt[j]["logprob_mad"] or 0.0)
         w = per_prompt[worst]
@@ -304,15 +404,6 @@ async def compare_accuracy(
     return report
 
 
-def mad_verdict(ci: tuple[float, float], limit: float) -> str:
-    """``pass`` when the interval is wholly at or under ``limit``, ``fail`` when wholly over,
-    else ``inconclusive``; ``pass`` when nothing was compared (no interval to judge)."""
-    lo, hi = ci
-    if math.isnan(lo) or math.isnan(hi) or hi <= limit:
-        return "pass"
-    return "fail" if lo > limit else "inconclusive"
-
-
 def _tolerated(spec: Spec, flags: Config | None) -> list[str]:
     """The differing flags when every one is tolerated; empty otherwise."""
     if flags is None or not spec.checks.tolerate:
@@ -326,8 +417,8 @@ def _tolerated(spec: Spec, flags: Config | None) -> list[str]:
 
 async def _likelihood_findings(
     ref_client: OpenAIClient, reference: ReferenceAnswers, candidate: ReferenceAnswers
-) -> list[str]:
-    out: list[str] = []
+) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
     for i, prompt in enumerate(reference.prompts):
         ref, cand = reference.answers[i], candidate.answers[i]
         if _prefix(ref.tokens, cand.tokens) == len(cand.tokens):
@@ -338,5 +429,5 @@ async def _likelihood_findings(
             continue  # the reference could not score it: no evidence either way
         finding = check_likelihood(cand.text, mean_finite(scored), mean_finite(ref.token_logprobs))
         if finding:
-            out.append(f"prompt {i + 1} {prompt[:40]!r}: {finding.evidence()}")
+            out.append((i, f"prompt {i + 1} {prompt[:40]!r}: {finding.evidence()}"))
     return out

@@ -139,10 +139,11 @@ def suite_for(spec: Spec) -> list[KnownAnswer]:
     return out
 
 
-def accuracy_prompts_for(spec: Spec) -> list[str]:
-    """``spec.checks.accuracy_prompts`` prompts: the suite file's first, then built-in ones."""
+def accuracy_prompts_for(spec: Spec, count: int | None = None) -> list[str]:
+    """``count`` (else ``spec.checks.accuracy_prompts``) prompts: the suite file's first,
+    then built-in ones; fewer where there are not that many."""
     prompts: list[str] = []
     if spec.checks.suite_file:
         prompts.extend(load_suite_file(spec.checks.suite_file)[1])
     prompts.extend(builtin_suite()[1])
-    return prompts[: spec.checks.accuracy_prompts]
+    return prompts[: count if count is not None else spec.checks.accuracy_prompts]

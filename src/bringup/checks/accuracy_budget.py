@@ -1,0 +1,83 @@
+"""Measure more before concluding: an inconclusive accuracy verdict asks more prompts.
+
+The reference answers :func:`~bringup.checks.accuracy.reference_prompt_count` prompts
+(``checks.accuracy_max_prompts``, else twice ``accuracy_prompts``): more than a candidate
+is first asked. :func:`judge_accuracy` has the candidate answer the first
+``accuracy_prompts``; while its verdict is inconclusive
+(:attr:`~bringup.checks.accuracy.AccuracyReport.inconclusive`: nothing failed, something
+straddles its limit) and the reference answered more, it answers as many again (the new
+prompts only, up to what the reference answered) and the comparison is made once more on
+every prompt it answered. The report's ``measured`` says how many prompts were added and
+how it ended; an inconclusive verdict once the reference's prompts are spent stays a
+failure, with its interval and the budget in the evidence.
+
+The candidate's server is still up here, so measuring more costs requests, not a launch;
+a reference stored before the budget existed answered fewer prompts, and then there is
+nothing more to ask.
+"""
+
+from __future__ import annotations
+
+from bringup.checks.accuracy import (
+    AccuracyReport,
+    ReferenceAnswers,
+    collect_answers,
+    compare_accuracy,
+)
+from bringup.http import OpenAIClient
+from bringup.spec import Config, Spec
+
+
+async def judge_accuracy(
+    client: OpenAIClient,
+    reference: ReferenceAnswers,
+    spec: Spec,
+    *,
+    candidate_flags: Config | None = None,
+    reference_client: OpenAIClient | None = None,
+) -> tuple[AccuracyReport, ReferenceAnswers]:
+    """The candidate's accuracy report, measured more while inconclusive; and its answers."""
+    budget = len(reference.prompts)
+    first = min(spec.checks.accuracy_prompts, budget)
+    n = first
+    answers = await collect_answers(client, spec, reference=reference.part(0, n))
+    report = await _compare(reference.part(0, n), answers, spec, candidate_flags, reference_client)
+    while not report.passed and report.inconclusive and n < budget:
+        more = min(budget, 2 * n)
+        extra = await collect_answers(client, spec, reference=reference.part(n, more))
+        answers = answers.joined(extra)
+        n = more
+        report = await _compare(
+            reference.part(0, n), answers, spec, candidate_flags, reference_client
+        )
+    if n > first:
+        ended = (
+            "still inconclusive: the reference's prompts are spent"
+            if report.inconclusive and not report.passed
+            else "decided"
+        )
+        report.measured = (
+            f"measured more: {n - first} prompt(s) added to the first {first} "
+            f"(budget {budget}, checks.accuracy_max_prompts); {ended}"
+        )
+        if report.evidence:
+            report.evidence.append(report.measured)
+    elif not report.passed and report.inconclusive:
+        report.measured = (
+            f"no more prompts to ask: the reference answered {budget} "
+            "(raise checks.accuracy_max_prompts, or run with --rerun to answer more)"
+        )
+        report.evidence.append(report.measured)
+    return report, answers
+
+
+async def _compare(
+    reference: ReferenceAnswers,
+    candidate: ReferenceAnswers,
+    spec: Spec,
+    flags: Config | None,
+    reference_client: OpenAIClient | None,
+) -> AccuracyReport:
+    return await compare_accuracy(
+        reference, candidate, spec, reference_client, candidate_flags=flags
+    )
