@@ -9,7 +9,11 @@ departures from the reference or not (case-insensitive, whole words). Two or mor
 the culprit is that combination ("backend FLASH_ATTN ... kv_cache_dtype not supported" is
 the pair, not the KV dtype alone); when none of them departs from the reference, the
 departures join it, since the reference's own values work without them. One named
-departure: that value alone. Nothing named: the configuration's departures.
+departure: that value alone. Nothing named: the configuration's departures. A line that
+only echoes the engine's own arguments (SGLang's ``server_args=ServerArgs(...)``, vLLM's
+``non-default args: {...}`` and ``with config:``, an argparse ``Namespace(...)``) names
+every flag the trial set, so it is never evidence against any of them: such lines are
+left out before the evidence is read.
 
 - ``unsupported_hardware`` / ``missing_dependency``: every configuration with the culprit
   value(s).
@@ -81,6 +85,20 @@ class PruneRule:
         return True
 
 
+# Lines that echo the engine's arguments: they name every flag set, whatever failed.
+_ARGS_ECHO = re.compile(
+    r"server_args=ServerArgs\(|\bServerArgs\(|non-default args:|\bNamespace\(|"
+    r"\b(?:Engine|LLM|TorchLlm|Llm)Args\(|\bwith config: |\bengine_args=|"
+    r"^\s*(?:args|arguments|command line|cmdline)\s*[:=]",
+    re.IGNORECASE,
+)
+
+
+def is_args_echo(line: str) -> bool:
+    """Whether ``line`` only echoes the engine's own arguments (see the module docstring)."""
+    return _ARGS_ECHO.search(line) is not None
+
+
 def _flag_words(flag: str) -> list[str]:
     bare = flag.lstrip("-")
     return [flag, bare, bare.replace("-", "_")]
@@ -137,7 +155,8 @@ def rule_from(
     cat = failure.category
     if failure.transient or cat in NEUTRAL_CATEGORIES or cat in TRANSIENT_CATEGORIES:
         return None
-    evidence = "\n".join([*failure.evidence, failure.detail or ""])
+    lines = [*failure.evidence, failure.detail or ""]
+    evidence = "\n".join(line for line in lines if not is_args_echo(line))
     dep = space.departures(config)
     named = implicated_flags(failure.flags, config) or list(
         dict.fromkeys(named_values(evidence, config) + named_flags(evidence, config))

@@ -1,0 +1,97 @@
+"""Pruning reads the failure, not the engine's echo of its own arguments; OOM respects
+the declared memory order."""
+
+from __future__ import annotations
+
+from bringup.plan.pruning import is_args_echo, rule_from
+from bringup.plan.space import SearchSpace
+from bringup.spec import Config, parse_spec
+from bringup.verdict import Category, Stage, TrialResult
+
+SPEC = """
+[engine]
+name = "vllm"
+[model]
+path = "m"
+[space]
+"--attention-backend" = ["FLASH_ATTN", "FLASHINFER", "TRITON_ATTN"]
+"--kv-cache-dtype" = ["auto", "fp8"]
+"--max-num-seqs" = [64, 256, 512]
+[reference]
+"--attention-backend" = "FLASH_ATTN"
+"--kv-cache-dtype" = "auto"
+"--max-num-seqs" = 64
+{extra}
+"""
+VLLM_ECHO = (
+    "INFO 12-01 10:02:11 [utils.py:233] non-default args: {'model': 'm', "
+    "'attention_backend': 'FLASHINFER', 'kv_cache_dtype': 'fp8', 'max_num_seqs': 256}"
+)
+SGLANG_ECHO = (
+    "[2026-12-01 10:02:11] server_args=ServerArgs(model_path='m', attention_backend='FLASHINFER'"
+    ", kv_cache_dtype='fp8', max_running_requests=256, mem_fraction_static=0.9)"
+)
+
+
+def space(extra: str = "") -> SearchSpace:
+    return SearchSpace(parse_spec(SPEC.format(extra=extra)))
+
+
+def failed(config: Config, category: Category, lines: list[str]) -> TrialResult:
+    return TrialResult(trial_id="t1", flags=dict(config)).fail(Stage.READY, category, lines)
+
+
+def test_args_echo_lines_are_recognised() -> None:
+    assert is_args_echo(VLLM_ECHO) and is_args_echo(SGLANG_ECHO)
+    assert is_args_echo("Namespace(model='m', kv_cache_dtype='fp8')")
+    assert is_args_echo(
+        "Initializing a V1 LLM engine (v0.26.0) with config: model='m', kv_cache_dtype=fp8"
+    )
+    assert not is_args_echo("ValueError: kv_cache_dtype fp8 is not supported with FLASHINFER")
+    assert not is_args_echo("Capture cuda graph begin. This can take up to several minutes.")
+
+
+def test_a_hang_after_the_args_echo_blames_the_departure_not_every_flag_echoed() -> None:
+    config: Config = {
+        "--attention-backend": "FLASHINFER",
+        "--kv-cache-dtype": "auto",
+        "--max-num-seqs": 64,
+    }
+    for echo in (VLLM_ECHO, SGLANG_ECHO):
+        r = failed(config, Category.STARTUP_TIMEOUT_OR_HANG, [echo, "Capture cuda graph begin."])
+        rule = rule_from(r, config, space(), [])
+        assert rule is not None and rule.combo == {"--attention-backend": "FLASHINFER"}, echo
+
+
+def test_the_failure_line_itself_still_names_its_flags() -> None:
+    config: Config = {
+        "--attention-backend": "FLASHINFER",
+        "--kv-cache-dtype": "fp8",
+        "--max-num-seqs": 64,
+    }
+    lines = [
+        VLLM_ECHO,
+        "ValueError: attention backend FLASHINFER does not support kv_cache_dtype fp8",
+    ]
+    rule = rule_from(failed(config, Category.INVALID_CONFIG, lines), config, space(), [])
+    assert rule is not None
+    assert rule.combo == {"--attention-backend": "FLASHINFER", "--kv-cache-dtype": "fp8"}
+
+
+def test_oom_with_a_memory_order_prunes_only_the_hungrier_direction() -> None:
+    """An OOM at 512 sequences with auto (16-bit) KV: fp8 KV needs less memory, so 512 with
+    fp8 stays open; 512 with auto, on any backend, is pruned."""
+    s = space('[plan]\nmemory_order = {"--kv-cache-dtype" = ["fp8", "auto"]}\n')
+    config: Config = {
+        "--attention-backend": "FLASH_ATTN",
+        "--kv-cache-dtype": "auto",
+        "--max-num-seqs": 512,
+    }
+    oom = failed(config, Category.OOM_GPU, ["torch.OutOfMemoryError: CUDA out of memory"])
+    rule = rule_from(oom, config, s, [])
+    assert rule is not None
+    hit = [c for c in s.candidates if rule.matches(c, s)]
+    assert hit and all(c["--max-num-seqs"] == 512 and c["--kv-cache-dtype"] == "auto" for c in hit)
+    assert {c["--attention-backend"] for c in hit} == {"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN"}
+    assert not rule.matches({**config, "--kv-cache-dtype": "fp8"}, s)
+    assert not rule.matches({**config, "--max-num-seqs": 256}, s)
