@@ -5,9 +5,10 @@ store keeps them per fingerprint and reference launch) and the run's spec, whose
 thresholds apply. ``run_reference_probe(url, reference, spec)`` runs the plain probe
 (:func:`bringup.checks.probe.run_probe`: health, one known answer, garbage), then asks the
 reference's accuracy prompts greedily, has the server score the reference's own tokens and
-compares the two as the ``accurate`` stage does (:func:`compare_accuracy`). A server that
-answers the known fact but drifts fails, and its verdict carries the drift figure (token
-agreement, logprob MAD with its interval). Everything runs within one overall timeout.
+compares the two as the ``accurate`` stage does (:func:`judge_accuracy`: the spec's
+``accuracy_prompts`` first, more of the reference's while the verdict is inconclusive).
+A server that answers the known fact but drifts fails, and its verdict carries the drift
+figure (token agreement, logprob MAD with its interval). Everything runs within one overall timeout.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bringup.checks.accuracy import ReferenceAnswers, collect_answers, compare_accuracy
+from bringup.checks.accuracy import ReferenceAnswers
+from bringup.checks.accuracy_budget import judge_accuracy
 from bringup.checks.probe import ProbeResult, run_probe
 from bringup.errors import BringupError
 from bringup.http import OpenAIClient, RequestError
@@ -69,8 +71,8 @@ async def _drift(
     timeout_s: float,
 ) -> None:
     async with OpenAIClient(url, api_key=api_key, timeout_s=timeout_s + 5) as client:
-        answers = await collect_answers(client, spec, reference=reference)
-    report = await compare_accuracy(reference, answers, spec)
+        report, answers = await judge_accuracy(client, reference, spec)
+    extra["reference_prompts"] = len(answers.prompts)  # those compared, measured more or not
     extra["accuracy"] = report.to_dict()
     res.steps["drift"] = report.passed
     if report.passed:
