@@ -1,10 +1,18 @@
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
 
 from bringup.testing.hogs import Slack, step_cost_s
+
+# A test suite started as a background job of a non-interactive shell (`make test &`, CI
+# runners, nohup) inherits SIGINT ignored, and so does every process it starts: the tests
+# that press Ctrl-C on bringup would then test the shell, not bringup. A handled signal is
+# reset to its default across exec, so a handler here gives each child a normal Ctrl-C.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
