@@ -68,8 +68,11 @@ def test_a_sigkilled_bringup_takes_llama_server_with_it(
     deadline = time.monotonic() + 120
     while engine is None and time.monotonic() < deadline:
         if db.exists():
-            with sqlite3.connect(db) as conn:
-                row = conn.execute("SELECT pid FROM trials WHERE pid IS NOT NULL").fetchone()
+            try:
+                with sqlite3.connect(db) as conn:
+                    row = conn.execute("SELECT pid FROM trials WHERE pid IS NOT NULL").fetchone()
+            except sqlite3.OperationalError:  # the file exists before its tables do
+                row = None
             started = launched.start_time(int(row[0])) if row else None
             engine = (int(row[0]), started) if row and started else None
         time.sleep(0.1)
