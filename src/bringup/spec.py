@@ -174,8 +174,9 @@ class ResourcesSpec(_Section):
     gpu_type: str | None = None  # Ray accelerator_type, e.g. "H100": place only there
     cpus: float = Field(default=1.0, gt=0)
     # trials side by side on one device (local max_in_flight > 1, or other bringup sweeps
-    # on the same GPU): start-ups overlap, checks, benchmarks and memory releases take
-    # turns (server.devicelock). None: on when the local executor runs more than one
+    # on the same GPU): one starts while another is measured; start-ups, checks with
+    # benchmarks, and memory releases each take turns (server.devicelock). None: on when
+    # the local executor runs more than one
     shared_device: bool | None = None
     lock_dir: str | None = None  # where the turns' lock files live; shared by every sweep
 

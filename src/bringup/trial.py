@@ -73,8 +73,8 @@ class TrialContext:
     # single-request decode rate measured on the reference: sets the checks' request timeout
     decode_tok_s: float | None = None
     timeout_scale: float = 1.0  # a retry after a slow response waits proportionally longer
-    # trials side by side on one device: start-ups overlap, checks and benchmarks and
-    # memory releases take turns (server.devicelock); None: this trial is alone
+    # trials side by side on one device: start-ups, checks with benchmarks, and memory
+    # releases each take turns (server.devicelock); None: this trial is alone
     device: DeviceLocks | None = None
 
 

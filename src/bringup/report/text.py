@@ -71,7 +71,7 @@ def _tradeoff(report: RunReport) -> list[str]:
         return []
     rid = report.run_id
     out = ["", "accuracy against speed (drift of greedy answers from the reference's):"]
-    noise = launch_noise(report)
+    noise = launch_noise(report, rows)
     if noise is not None and len(noise.values) > 1:
         runs = ", ".join(fmt(v) for v in noise.values)
         out.append(

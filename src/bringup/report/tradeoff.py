@@ -59,17 +59,20 @@ def _reference(report: RunReport) -> TrialRow | None:
     return refs[0] if refs else None
 
 
-def launch_noise(report: RunReport) -> LaunchNoise | None:
-    """The reference's objective and its controls', when any of them measured it."""
+def _objective(report: RunReport, trial: TrialRow) -> float | None:
+    value = trial.metrics.get(report.objective)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _launches(report: RunReport, ref: TrialRow, controls: list[TrialRow]) -> LaunchNoise | None:
+    known = [v for t in [ref, *controls] if (v := _objective(report, t)) is not None]
+    return LaunchNoise(known) if known else None
+
+
+def launch_noise(report: RunReport, rows: list[TradeoffRow]) -> LaunchNoise | None:
+    """The objective over the reference and its controls (``rows`` from tradeoff_rows)."""
     ref = _reference(report)
-    if ref is None:
-        return None
-    values = [
-        float(v)
-        for t in [ref, *(r.trial for r in tradeoff_rows(report) if r.control)]
-        if isinstance(v := t.metrics.get(report.objective), int | float)
-    ]
-    return LaunchNoise(values) if values else None
+    return _launches(report, ref, [r.trial for r in rows if r.control]) if ref else None
 
 
 def tradeoff_rows(report: RunReport) -> list[TradeoffRow]:
@@ -87,23 +90,20 @@ def tradeoff_rows(report: RunReport) -> list[TradeoffRow]:
         measured.append((t, acc, bool(changed) and changed <= controls))
     floor = [float(a["logprob_mad"]) for _, a, c in measured if c]
     floor_mad = sum(floor) / len(floor) if floor else None
-    launches = [ref.metrics.get(report.objective)]
-    launches += [t.metrics.get(report.objective) for t, _, c in measured if c]
-    known = [float(v) for v in launches if isinstance(v, int | float)]
-    noise = LaunchNoise(known) if known else None
+    noise = _launches(report, ref, [t for t, _, c in measured if c])
     base = noise.mean if noise else None
     rows = []
     for t, acc, is_control in measured:
-        value = t.metrics.get(report.objective)
+        value = _objective(report, t)
         gain = None
-        if isinstance(value, int | float) and isinstance(base, int | float) and base:
+        if value is not None and base:
             gain = (value - base) / base if report.larger_is_better else (base - value) / base
         ci = acc.get("logprob_mad_ci")
         mad = float(acc["logprob_mad"])
         rows.append(
             TradeoffRow(
                 t,
-                float(value) if isinstance(value, int | float) else None,
+                value,
                 gain,
                 mad,
                 (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 else None,
