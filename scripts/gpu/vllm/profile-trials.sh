@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # After the sweep: `bringup profile` of the winner and of one passed fp8-KV trial, each
-# against the reference, both at once (one starts while the other is traced; start-ups and traced windows take turns
-# through the device locks the run's spec turns on). Run it under setsid; poll OUT/DONE.
+# against the reference, both at once (one starts while the other is traced: start-ups and
+# traced windows take turns through the device locks the run's spec turns on). Run it under
+# setsid; poll OUT/DONE.
 # Usage: scripts/gpu/vllm/profile-trials.sh OUT_DIR   (Env: as in common.sh; SWEEP)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
