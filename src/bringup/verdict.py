@@ -85,8 +85,13 @@ class Failure(BaseModel):
     flags: list[str] = Field(default_factory=list)  # flags the deciding rule implicates
 
     def headline(self) -> str:
-        line = self.evidence[0] if self.evidence else (self.detail or "")
-        return f"{self.category.value}: {line}".strip().rstrip(":")
+        return failure_headline(self.category, self.evidence, self.detail)
+
+
+def failure_headline(category: Category, evidence: list[str], detail: str | None) -> str:
+    """One line for a failure: its category and first evidence line (or its detail)."""
+    line = evidence[0] if evidence else (detail or "")
+    return f"{category.value}: {line}".strip().rstrip(":")
 
 
 class TrialResult(BaseModel):

@@ -162,11 +162,12 @@ def unit_user(dep: Deployment, options: DeployOptions) -> tuple[str | None, str]
     if options.user:
         return options.user, "as asked (--user)"
     needed = [Path(p) for p in (dep.model_path, _program(dep)) if p]
-    if all(_readable_by_others(p) for p in needed):
+    unreadable = [p for p in needed if not _readable_by_others(p)]
+    if not unreadable:
         return None, "a dynamic user: the model and engine are readable by anyone"
     import pwd
 
-    owner = next((p for p in needed if not _readable_by_others(p)), needed[0])
+    owner = unreadable[0]
     try:
         name = pwd.getpwuid(owner.stat().st_uid).pw_name
     except (KeyError, OSError):

@@ -26,7 +26,7 @@ from bringup.secrets import (
     secret_values,
 )
 from bringup.store import Store, TrialRow
-from bringup.verdict import Status
+from bringup.verdict import Status, failure_headline
 
 # typed columns no secret can hide in (the command line is redacted on its own)
 _NOT_TEXT = ("status", "stage", "category", "command")
@@ -151,8 +151,7 @@ def _reference_failed(spec: dict[str, Any], trials: list[TrialRow]) -> str | Non
 def _headline(t: TrialRow) -> str:
     if t.category is None:
         return t.status.value
-    line = t.evidence[0] if t.evidence else (t.detail or "")
-    return f"{t.category.value}: {line}".strip().rstrip(":")
+    return failure_headline(t.category, t.evidence, t.detail)
 
 
 def load_report(store: Store, ref: str | None = None) -> RunReport:
