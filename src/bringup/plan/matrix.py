@@ -55,14 +55,6 @@ class Cell:
             return self.failed.most_common(1)[0][0]
         return NOT_TRIED
 
-    @property
-    def rule(self) -> str | None:
-        """The rule that most often decided the cell's most common category."""
-        if not self.failed:
-            return None
-        seen = self.rules.get(self.failed.most_common(1)[0][0])
-        return seen.most_common(1)[0][0] if seen else None
-
     def conditions(self, outcome: str) -> list[str]:
         """Other flag values every trial with ``outcome`` had and no other outcome had."""
         mine = [others for o, others in self.seen if o == outcome]

@@ -13,20 +13,15 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bringup.server.ports import free_port
+
 RAY = str(Path(sys.executable).with_name("ray"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -62,7 +57,7 @@ class LocalRayCluster:
         per_node: list[NodeSetup] | None = None,
     ) -> LocalRayCluster:
         """``per_node[i]`` adds resources and environment to node ``i`` (0 is the head)."""
-        port = _free_port()
+        port = free_port()
         self.address = f"127.0.0.1:{port}"
         setups = list(per_node or []) + [NodeSetup()] * nodes
 
