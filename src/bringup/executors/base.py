@@ -60,6 +60,14 @@ class Executor(Protocol):
         ...
 
 
+def reuse_verdict(job: TrialJob, prior: TrialResult) -> TrialDone:
+    """A stored verdict of the same launch and fingerprint stands for this job's trial."""
+    reused = prior.model_copy(update={"trial_id": job.trial_id})
+    reused.note = f"verdict reused from {prior.trial_id} (same configuration and fingerprint)"
+    job.sink.reused(reused, prior.trial_id)
+    return TrialDone(reused, reused_from=prior.trial_id)
+
+
 def abort_if_port_busy(result: TrialResult) -> None:
     """A port pinned by the spec and served by someone else: no trial can run, stop now."""
     if result.failure and result.failure.category is Category.PORT_IN_USE and result.pid is None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bringup.engines.base import EngineAdapter
 from bringup.errors import SpecError
-from bringup.executors.base import TrialDone, TrialJob, abort_if_port_busy
+from bringup.executors.base import TrialDone, TrialJob, abort_if_port_busy, reuse_verdict
 from bringup.server.devicelock import DeviceLocks
 from bringup.spec import Spec
 from bringup.store import Store, launched
@@ -68,12 +68,7 @@ class LocalExecutor:
         if job.may_reuse:
             prior = self.store.decided(job.config_key, self.fingerprint_key)
             if prior is not None:
-                reused = prior.model_copy(update={"trial_id": job.trial_id})
-                reused.note = (
-                    f"verdict reused from {prior.trial_id} (same configuration and fingerprint)"
-                )
-                job.sink.reused(reused, prior.trial_id)
-                return TrialDone(reused, reused_from=prior.trial_id)
+                return reuse_verdict(job, prior)
         ctx = TrialContext(
             self.spec,
             self.adapter,

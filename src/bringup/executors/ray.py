@@ -28,7 +28,7 @@ from typing import Any
 from bringup.checks import ReferenceAnswers
 from bringup.engines.base import EngineAdapter
 from bringup.errors import SpecError
-from bringup.executors.base import TrialDone, TrialJob, abort_if_port_busy
+from bringup.executors.base import TrialDone, TrialJob, abort_if_port_busy, reuse_verdict
 from bringup.plan.base import PlannedTrial
 from bringup.spec import Config, Spec
 from bringup.store import Store
@@ -254,11 +254,7 @@ class RayExecutor:
             if place is not None:
                 place(placed.node, placed.fingerprint, placed.fingerprint_key)
             if reused is not None:
-                prior = result.trial_id
-                result = result.model_copy(update={"trial_id": job.trial_id})
-                result.note = f"verdict reused from {prior} (same configuration and fingerprint)"
-                job.sink.reused(result, prior)
-                return TrialDone(result, reused_from=prior)
+                return reuse_verdict(job, result)
             job.sink.stage(result, result.stage, "done")
             abort_if_port_busy(result)
             return TrialDone(result, ReferenceAnswers.from_dict(answers) if answers else None)
