@@ -34,21 +34,22 @@ async def judge_accuracy(
     spec: Spec,
     *,
     candidate_flags: Config | None = None,
-    reference_client: OpenAIClient | None = None,
 ) -> tuple[AccuracyReport, ReferenceAnswers]:
     """The candidate's accuracy report, measured more while inconclusive; and its answers."""
     budget = len(reference.prompts)
     first = min(spec.checks.accuracy_prompts, budget)
     n = first
     answers = await collect_answers(client, spec, reference=reference.part(0, n))
-    report = await _compare(reference.part(0, n), answers, spec, candidate_flags, reference_client)
+    report = await compare_accuracy(
+        reference.part(0, n), answers, spec, candidate_flags=candidate_flags
+    )
     while not report.passed and report.inconclusive and n < budget:
         more = min(budget, 2 * n)
         extra = await collect_answers(client, spec, reference=reference.part(n, more))
         answers = answers.joined(extra)
         n = more
-        report = await _compare(
-            reference.part(0, n), answers, spec, candidate_flags, reference_client
+        report = await compare_accuracy(
+            reference.part(0, n), answers, spec, candidate_flags=candidate_flags
         )
     if n > first:
         ended = (
@@ -69,15 +70,3 @@ async def judge_accuracy(
         )
         report.evidence.append(report.measured)
     return report, answers
-
-
-async def _compare(
-    reference: ReferenceAnswers,
-    candidate: ReferenceAnswers,
-    spec: Spec,
-    flags: Config | None,
-    reference_client: OpenAIClient | None,
-) -> AccuracyReport:
-    return await compare_accuracy(
-        reference, candidate, spec, reference_client, candidate_flags=flags
-    )
