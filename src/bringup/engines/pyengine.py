@@ -174,15 +174,20 @@ class PythonEngineAdapter(EngineAdapter):
     def launch_config(self, spec: Spec, flags: Mapping[str, FlagValue]) -> Config:
         """``launch.args`` (read with each flag's arity from the engine's help) under the
         trial's flags, as the engine's parser will see them."""
-        table = self._table_cache or self.flag_table(spec)
+        return self._launch_config(self._table_cache or self.flag_table(spec), spec, flags)
+
+    def _launch_config(
+        self, table: FlagTable, spec: Spec, flags: Mapping[str, FlagValue]
+    ) -> Config:
         return {**args_to_config(table, spec.launch.args), **self.normalize_flags(flags)}
 
     def gpus_for(self, spec: Spec, flags: Mapping[str, FlagValue]) -> int:
         return self.gpus_needed(self.canonical(self.launch_config(spec, flags)))
 
     def check_flags(self, spec: Spec, flags: Mapping[str, FlagValue]) -> list[FlagProblem]:
-        config = self.launch_config(spec, flags)
-        problems = check_config(self.flag_table(spec), config, self.name)
+        table = self.flag_table(spec)  # read once: the config and its check use the same help
+        config = self._launch_config(table, spec, flags)
+        problems = check_config(table, config, self.name)
         problems += check_env(self.name, {**spec.engine.env, **spec.launch.env})
         problems += self.extra_checks(spec, config)
         return problems
