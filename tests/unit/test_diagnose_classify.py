@@ -176,3 +176,16 @@ def test_running_engine_with_only_weak_errors_is_hanging() -> None:
     d = classify(log, engine="vllm")
     assert d.category is Category.STARTUP_TIMEOUT_OR_HANG
     assert d.stage_reached == "loading weights"
+
+
+def test_equal_best_hits_agree_on_the_rule_and_the_guess() -> None:
+    # two hits of one category with the same score: the earliest decides both the rule shown
+    # and whether the answer is a guess (it is picked once)
+    from bringup.diagnose.classifier import _decided, _Hit
+    from bringup.verdict import Category
+
+    lines = ["first line", "second line"]
+    cause = _Hit(Category.RUNTIME_CRASH, 3.0, 0, None, rule="a:cause")
+    kind = _Hit(Category.RUNTIME_CRASH, 3.0, 1, None, rule="a:kind", prior=True)
+    d = _decided(Category.RUNTIME_CRASH, [kind, cause], lines, None, 0.8)
+    assert d.rule == "a:cause" and d.confidence == 0.8

@@ -76,3 +76,14 @@ def test_every_rule_match_passes_the_gate() -> None:
 def test_ordinary_lines_are_skipped() -> None:
     assert not passes_gate("filler line with some words in it")
     assert not passes_gate("INFO:     Uvicorn running on http://127.0.0.1:8000")
+
+
+def test_a_rule_whose_own_text_lacks_every_gate_word_still_fires() -> None:
+    # neither line holds a gate word; each rule's literal text is enough to run it
+    from bringup.diagnose import classify
+
+    assert not passes_gate("Some GPUs may be occupied by other processes.")
+    d = classify("Some GPUs may be occupied by other processes.", engine="sglang")
+    assert d.rule == "sglang:gpu-memory-unbalanced"
+    d = classify("the server freezes at loading the weights, nothing after it")
+    assert d.rule == "ladder:hang-evidence"

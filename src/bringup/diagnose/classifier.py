@@ -34,7 +34,14 @@ from dataclasses import dataclass
 from bringup.diagnose.diagnosis import Diagnosis
 from bringup.diagnose.hang import diagnose_hang, stage_reached
 from bringup.diagnose.literals import LiteralIndex
-from bringup.diagnose.logtext import content, dedupe_key, log_lines, nonblank, redact
+from bringup.diagnose.logtext import (
+    content,
+    dedupe_key,
+    level_of,
+    log_lines,
+    nonblank,
+    redact,
+)
 from bringup.diagnose.outputtext import output_signals, prose_lines
 from bringup.diagnose.pytrace import failed_importing, final_exception_lines, read_tracebacks
 from bringup.diagnose.rule import Rule, RuleSet
@@ -69,18 +76,10 @@ _IMPORT_REMEDY = (
 )
 _ENGINE_FRAME = 1.2
 # a line the engine itself logged as a warning rarely decides a failure
-_WARNING_LINE = re.compile(
-    r"\bWARN(?:ING)? \d\d-\d\d \d\d:|\] WARNING |^WARNING:|\blevel=WARN\b|"
-    r"^(?:\[\d+\] )?(?:\d+(?:\.\d+)+ )?W (?=\w)"
-)
 _WARNING = 0.6
 # a line the engine logged at error level: something failed, whatever the message says
-# (the logger's prefix is gone from the text rules read, so it is read here, off the raw
-# line); alone it decides only a guessed crash
-_ERROR_LINE = re.compile(
-    r"\bERROR \d\d-\d\d \d\d:|\] ERROR |^ERROR:|\blevel=ERROR\b|\dZ\s+ERROR\s|"
-    r"^(?:\[\d+\] )?(?:\d+(?:\.\d+)+ )?E (?=\w)|^E\d{4} \d\d:"
-)
+# (the logger's prefix is gone from the text rules read, so its level is read off the raw
+# line, by the prefix grammar of ``logtext``); alone it decides only a guessed crash
 _ERROR_LEVEL = 0.8
 _REFUSAL = re.compile(
     r"\b(?:not (?:yet )?supported|unsupported|unknown|unrecogni[sz]ed|cannot|can't|could not|"
@@ -152,7 +151,10 @@ def _trim(lines: list[str]) -> list[str]:
 
 
 def passes_gate(text: str) -> bool:
-    low = text.lower()
+    return _gated(text.lower())
+
+
+def _gated(low: str) -> bool:
     return any(word in low for word in TRIGGERS)
 
 
@@ -172,10 +174,16 @@ def _rule_index(rulesets: tuple[RuleSet, ...]) -> tuple[list[tuple[str, Rule]], 
 def _line_matches(
     text: str, rules: list[tuple[str, Rule]], index: LiteralIndex
 ) -> list[tuple[str, Rule, re.Match[str]]]:
-    """Every rule matching the line, in rule order; a rule is only run on a line holding
-    one of the literal strings each of its matches contains."""
+    """Every rule matching the line, in rule order. A rule is only run on a line holding
+    one of the literal strings each of its matches contains; on a line without any of the
+    gate's words, only rules that have such strings run (the gate is a shortcut for rules
+    without one, never a reason to miss a rule's own text)."""
+    low = text.lower()
+    candidates = index.may_match(low)
+    if not _gated(low):
+        candidates = [k for k in candidates if index.has_literal(k)]
     found = []
-    for k in index.may_match(text.lower()):
+    for k in candidates:
         rule_id, r = rules[k]
         m = r.pattern.search(text)
         if m:
@@ -196,12 +204,14 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
     }
     rules, index = _rule_index(rulesets)
     matched: dict[str, list[tuple[str, Rule, re.Match[str]]]] = {}
-    whole = "\n".join(content(raw) for raw in lines)
     shown: dict[re.Pattern[str], bool] = {}
+    whole: list[str] = []  # the log's messages joined, only once a rule asks
 
     def shows(pattern: re.Pattern[str]) -> bool:
         if pattern not in shown:
-            shown[pattern] = pattern.search(whole) is not None
+            if not whole:
+                whole.append("\n".join(content(raw) for raw in lines))
+            shown[pattern] = pattern.search(whole[0]) is not None
         return shown[pattern]
 
     hits: list[_Hit] = []
@@ -209,7 +219,8 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
         text = content(raw)
         if not text or _FRAME_LINE.match(text):
             continue
-        if _ERROR_LINE.search(raw):
+        level = level_of(raw)
+        if level == "error":
             hits.append(
                 _Hit(
                     Category.RUNTIME_CRASH,
@@ -220,12 +231,10 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
                     prior=True,
                 )
             )
-        if not passes_gate(text):
-            continue
         boost = _FINAL_EXC if i in finals else 1.0
         if i in in_engine:
             boost *= _ENGINE_FRAME
-        warned = _WARNING_LINE.search(raw) is not None
+        warned = level == "warning"
         if warned:
             boost *= _WARNING
         if text not in matched:  # ranks and retries repeat lines: each text is read once
@@ -370,8 +379,12 @@ def _posted_answer(lines: list[str]) -> list[int]:
 def _decided(
     category: Category, won: list[_Hit], lines: list[str], engine: str | None, confidence: float
 ) -> Diagnosis:
-    """The diagnosis of the winning category; its best-scoring hit is the deciding rule."""
+    """The diagnosis of the winning category; its best-scoring hit (the earliest of equal
+    scores, chosen here once) is the deciding rule, and when that rule names only a kind of
+    failure the answer is a guess."""
     best = sorted(won, key=lambda h: (-h.score, h.index))
+    if best[0].prior:
+        confidence = min(confidence, _PRIOR_CONFIDENCE)
     return Diagnosis(
         category,
         _evidence(won, lines),
@@ -442,10 +455,7 @@ def classify(
     if ranked and ranked[0][1] >= _DECIDES and not (exit_code is None and weak_only):
         category = ranked[0][0]
         won = [h for h in hits if h.category is category]
-        confidence = _confidence(ranked)
-        if max(won, key=lambda h: h.score).prior:
-            confidence = min(confidence, _PRIOR_CONFIDENCE)
-        return _decided(category, won, lines, engine, confidence)
+        return _decided(category, won, lines, engine, _confidence(ranked))
     if exit_code is None and stage in (Stage.LAUNCHING, Stage.READY):
         return diagnose_hang(text, engine)  # the caller knows it still runs: a hang
     if exit_code is None and stage is None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from bringup.diagnose.logtext import content
+
 _COMMON = [
     r"CUDA out of memory",
     r"OutOfMemoryError",
@@ -43,10 +45,6 @@ def _pattern(engine: str | None) -> re.Pattern[str]:
     return _compiled(tuple(dict.fromkeys(p for a in adapters() for p in a.fatal_patterns)))
 
 
-_LEVEL = re.compile(r"^(?:\[\d+\] )?(?:\d+(?:\.\d+)+ )?[IWED] ")
-
-
 def fatal_line(line: str, engine: str | None = None) -> bool:
     """True when the line alone shows the launch has failed."""
-    text = _LEVEL.sub("", line.strip(), count=1)
-    return _pattern(engine).search(text) is not None
+    return _pattern(engine).search(content(line)) is not None

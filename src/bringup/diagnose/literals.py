@@ -175,6 +175,10 @@ class LiteralIndex:
             else:
                 self._by_word.setdefault(word, []).append(string)
 
+    def has_literal(self, k: int) -> bool:
+        """The k-th pattern needs one of a set of strings (else it may match anything)."""
+        return self._needs[k] is not None
+
     def may_match(self, lowered: str) -> list[int]:
         present = {s for s in self._plain if s in lowered}
         for word in set(_WORD.findall(lowered)) & self._by_word.keys():

@@ -15,6 +15,9 @@ import re
 from functools import lru_cache
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|#033\[[0-9;]*m")
+# The logger-prefix grammar, in one place: the prefixes ``content`` strips, and which of
+# them carry the line's level (a named group ``level``), read by ``level_of``.
+_LEVEL_WORD = r"(?P<level>INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|TRACE)"
 _PREFIXES = [
     # journald: "Feb 21 01:40:58 host ollama[402476]: "
     re.compile(r"^[A-Z][a-z]{2} +\d+ \d\d:\d\d:\d\d \S+ [\w.-]+\[\d+\]: "),
@@ -27,20 +30,20 @@ _PREFIXES = [
     # vLLM level + date: "ERROR 08-11 10:45:36 [multiproc_executor.py:511] " (the date
     # is left out of some posts and formats: "ERROR [core.py:708] ")
     re.compile(
-        r"^(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)(?: \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+        rf"^{_LEVEL_WORD}(?: \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
         r"(?:\[[^\]]+\]|[\w.]+:\d+\])| \[[\w.-]+\.py:\d+\])\s?"
     ),
     # SGLang: "[2025-06-23 15:07:01 TP6] " (optionally followed by a level)
-    re.compile(r"^\[\d{4}-\d\d-\d\d[ T][\d:.,]+[^\]]*\]\s*(?:(?:INFO|WARNING|ERROR|DEBUG)\s+)?"),
+    re.compile(rf"^\[\d{{4}}-\d\d-\d\d[ T][\d:.,]+[^\]]*\]\s*(?:{_LEVEL_WORD}\s+)?"),
     # llama.cpp timestamped log: "[56285] 0.54.236.075 E "
-    re.compile(r"^(?:\[\d+\] )?\d+(?:\.\d+)+ [IWEDT] "),
+    re.compile(r"^(?:\[\d+\] )?\d+(?:\.\d+)+ (?P<level>[IWEDT]) "),
     # llama.cpp level letter: "E llama_init_from_model: ..."
-    re.compile(r"^[IWED] (?=\w+\s*:|\S+\s+\w+:)"),
+    re.compile(r"^(?P<level>[IWED]) (?=\w+\s*:|\S+\s+\w+:)"),
     # ISO time, level and target (TGI, Rust tracing, kubectl --timestamps):
     # "2024-05-01T01:17:12.123Z ERROR text_generation_launcher: "
     re.compile(
         r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+"
-        r"(?:(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL)\s+)?"
+        rf"(?:{_LEVEL_WORD}\s+)?"
         # targets are module paths (shard-manager, text_generation_launcher) or spans
         # (warmup{...}): never a message's own first word ("RuntimeError: ", "error: ")
         r"(?:(?:[a-z][a-z0-9]*(?:[_-][a-z0-9]+)+|\w+\{[^}]*\}): ){0,3}"
@@ -50,6 +53,57 @@ _PREFIXES = [
     # quoting in issue threads
     re.compile(r"^> ?"),
 ]
+# Levels written where ``content`` keeps the text (rules read these lines whole): Python's
+# basic logging ("WARNING:root:"), Go's slog ("level=ERROR"), glog/absl ("E0123 12:34:56"),
+# a bracketed tag before the level ("[TRT-LLM] WARNING ").
+_LEVEL_IN_TEXT = re.compile(
+    rf"^{_LEVEL_WORD}:|\blevel={_LEVEL_WORD.replace('<level>', '<slog>')}\b|"
+    r"^(?P<glog>[IWEF])\d{4} \d\d:|\] (?P<tagged>WARNING|ERROR) "
+)
+_LEVELS = {
+    "I": "info",
+    "W": "warning",
+    "WARN": "warning",
+    "E": "error",
+    "F": "error",
+    "D": "debug",
+    "T": "trace",
+}
+
+
+@lru_cache(maxsize=8192)  # the rules, the traceback reader and the answer reader ask alike
+def _split(line: str) -> tuple[str | None, str]:
+    """(level, message) of one log line: the level its logger prefix names, lower-case
+    ("warning", "error", ...), and the message without colour codes and prefixes."""
+    text = _ANSI.sub("", line).strip()
+    level = None
+    for _ in range(4):  # prefixes nest (journald around docker around vLLM)
+        before = text
+        for pattern in _PREFIXES:
+            m = pattern.match(text)
+            if m:
+                if m.groupdict().get("level"):
+                    level = m.group("level")
+                text = text[m.end() :]
+        text = text.strip()
+        if text == before:
+            break
+    if level is None:
+        m = _LEVEL_IN_TEXT.search(text)
+        if m:
+            level = next(g for g in m.groups() if g)
+    return (_LEVELS.get(level, level.lower()) if level else None), text
+
+
+def content(line: str) -> str:
+    """The message part of one log line, without colour codes and logger prefixes."""
+    return _split(line)[1]
+
+
+def level_of(line: str) -> str | None:
+    """The level the line's logger wrote ("warning", "error", "info", ...), or None."""
+    return _split(line)[0]
+
 
 MAX_LINE = 2000  # characters kept of one log line; messages that decide fit well within
 
@@ -60,20 +114,6 @@ def log_lines(text: str) -> list[str]:
         ln if len(ln) <= MAX_LINE else f"{ln[:MAX_LINE]} … ({len(ln) - MAX_LINE} characters cut)"
         for ln in text.splitlines()
     ]
-
-
-@lru_cache(maxsize=8192)  # the rules, the traceback reader and the answer reader ask alike
-def content(line: str) -> str:
-    """The message part of one log line, without colour codes and logger prefixes."""
-    text = _ANSI.sub("", line).strip()
-    for _ in range(4):  # prefixes nest (journald around docker around vLLM)
-        before = text
-        for pattern in _PREFIXES:
-            text = pattern.sub("", text, count=1)
-        text = text.strip()
-        if text == before:
-            break
-    return text
 
 
 _QUOTING = re.compile(r"^(?:> ?)+")

@@ -240,7 +240,7 @@ RULES = RuleSet(
             r"Can't load (?:the )?(?:tokenizer|configuration|config) for|"
             r"We couldn't connect to 'https://huggingface\.co'|LocalEntryNotFoundError|"
             r"HFValidationError|Unrecognized model in .*Should have a `model_type` key|"
-            r"Incorrect path_or_model_id|Cannot access gated repo|You must be authenticated|"
+            r"Incorrect path_or_model_id|You must be authenticated|"
             r"Access to model [\w./-]+ is restricted|"
             r"MetadataIncompleteBuffer",
             C.MODEL_LOAD_FAILURE,

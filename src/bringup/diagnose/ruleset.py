@@ -39,9 +39,10 @@ GENERIC_REMEDIES: dict[Category, str] = {
 }
 
 
-# Every rule needs one of these words in the line (lower-cased). Checking them first skips
-# the rules on the thousands of ordinary lines of a log; test_diagnose_gate pins that every
-# line a rule matches in the corpora also passes the gate.
+# The keyword gate: a line with none of these words (lower-cased) is read only by rules whose
+# literal text it holds (``LiteralIndex``), so rules without such text skip the thousands of
+# ordinary lines of a log; test_diagnose_gate pins that every line a rule matches in the
+# corpora passes the gate, and that a rule's own text is enough where it does not.
 TRIGGERS: tuple[str, ...] = (
     "error",
     "fail",
