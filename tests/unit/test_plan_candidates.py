@@ -6,7 +6,7 @@ import pytest
 
 from bringup.errors import SpecError
 from bringup.plan import PLANNERS, PlannedTrial, SweepPlanner, make_planner
-from bringup.plan.space import flags_key
+from bringup.plan.space import changed_flags, flags_key
 from bringup.spec import parse_spec
 from bringup.verdict import Stage, Status, TrialResult
 
@@ -133,3 +133,18 @@ def test_secret_candidate_values_are_masked_in_the_stored_spec() -> None:
     spec = parse_spec(HEAD + '[[candidates]]\n"--api-key" = "sk-verysecret123"\n')
     assert "sk-verysecret123" not in spec.public_json()
     assert "sk-verysecret123" in spec.secret_values()
+
+
+def test_changed_flags_compares_command_line_text_on_both_sides() -> None:
+    ref = {"--max-num-seqs": 64, "--enforce-eager": True, "--seed": 0}
+    # a config read back from the store carries JSON text and numbers
+    assert (
+        changed_flags({"--max-num-seqs": "64", "--enforce-eager": "true", "--seed": 0}, ref)
+        == set()
+    )
+    assert changed_flags({"--max-num-seqs": 64.0, "--enforce-eager": True, "--seed": 1}, ref) == {
+        "--seed"
+    }
+    # a flag only one side sets is a change, whichever side it is
+    assert changed_flags({"--max-num-seqs": 64, "--enforce-eager": True}, ref) == {"--seed"}
+    assert changed_flags({**ref, "--x": 1}, ref) == {"--x"}

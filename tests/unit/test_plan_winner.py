@@ -6,8 +6,9 @@ from typing import Any
 
 from bringup.contention import Contention
 from bringup.plan import choose_winner
-from bringup.plan.winner import requirement_failures, t95
+from bringup.plan.winner import requirement_failures
 from bringup.spec import Spec, parse_spec
+from bringup.student import t95
 from bringup.verdict import Category, Stage, Status, TrialResult
 
 

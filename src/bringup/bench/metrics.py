@@ -7,7 +7,7 @@ how long the client took to get a request out once it set out to send it (see
 with the event before them, so that no gap between them could be seen;
 ``ttft_upper_bound_share`` how many TTFTs are only upper bounds (the first token's read
 brought later bytes too, see :mod:`bringup.bench.records`). The interval across
-repeats is mean ± t(0.975, n-1) · s / sqrt(n), Student's t from a table of its quantiles.
+repeats is mean ± t(0.975, n-1) · s / sqrt(n), Student's t from :mod:`bringup.student`.
 """
 
 from __future__ import annotations
@@ -18,13 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 from bringup.bench.records import RequestRecord
-
-# two-sided 95% Student t quantiles, t(0.975, df) for df = 1..30
-_T975 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-)  # fmt: skip
+from bringup.student import t95
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -84,8 +78,7 @@ class Interval:
         mean = math.fsum(values) / len(values)
         if len(values) < 2:
             return cls(mean, mean, mean, len(values))
-        t = _T975[min(len(values) - 2, len(_T975) - 1)] if len(values) <= 31 else 1.960
-        half = t * statistics.stdev(values) / math.sqrt(len(values))
+        half = t95(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
         return cls(mean, mean - half, mean + half, len(values))
 
     def to_dict(self) -> dict[str, float]:

@@ -39,6 +39,7 @@ from bringup.checks.accuracy import (
 )
 from bringup.checks.known_answers import accuracy_prompts_for
 from bringup.http import OpenAIClient, RequestError
+from bringup.plan.space import changed_flags
 from bringup.spec import Config, Spec
 from bringup.verdict import Category
 
@@ -113,8 +114,7 @@ async def answers_under_load(
 
 def is_control(flags: Config, reference: Config, controls: Sequence[str]) -> bool:
     """A relaunch of the reference: it differs from it only in flags listed as controls."""
-    keys = set(flags) | set(reference)
-    changed = {k for k in keys if str(flags.get(k)) != str(reference.get(k))}
+    changed = changed_flags(flags, reference)
     return bool(changed) and changed <= set(controls)
 
 

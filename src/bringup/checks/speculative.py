@@ -32,6 +32,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from bringup.checks.accuracy import ReferenceAnswers
 from bringup.checks.garbage import quote
 from bringup.http import OpenAIClient
+from bringup.plan.space import changed_flags
 from bringup.spec import Config
 from bringup.verdict import Category
 
@@ -175,9 +176,8 @@ async def speculative_check(
     """Ask the reference's prompts greedily; compare token for token; measure acceptance."""
     on = speculative_flags(flags)
     rep = SpeculativeReport(on, prompts=len(reference.prompts))
-    others = {k for k in set(flags) | set(reference_flags) if k not in on}
-    rep.judged = not speculative_flags(reference_flags) and all(
-        str(flags.get(k)) == str(reference_flags.get(k)) for k in others
+    rep.judged = not speculative_flags(reference_flags) and not (
+        changed_flags(flags, reference_flags) - set(on)
     )
     before = await _metrics_text(client)
     payloads: list[dict[str, Any]] = []

@@ -29,6 +29,7 @@ from bringup.plan.pruning import PruneRule, rule_from
 from bringup.plan.space import SearchSpace, flags_key
 from bringup.plan.winner import objective_name, requirement_failures
 from bringup.spec import Config
+from bringup.student import Z95
 from bringup.verdict import TrialResult
 
 _REQ_OPS = ("<=", ">=", "<", ">")
@@ -202,7 +203,7 @@ class DefaultPlanner(SweepPlanner):
                 and isinstance(value, int | float)
                 and value > 0
             ):
-                rel.append((float(ci[1]) - float(ci[0])) / (2 * 1.96 * float(value)))
+                rel.append((float(ci[1]) - float(ci[0])) / (2 * Z95 * float(value)))
         if rel:
             noise = max(noise, sorted(rel)[len(rel) // 2])
         return math.sqrt(noise**2 + self._model.residual_sd**2)

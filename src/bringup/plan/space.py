@@ -27,6 +27,16 @@ def same_value(a: Any, b: Any) -> bool:
     return str(a) == str(b)
 
 
+def changed_flags(flags: Mapping[str, Any], reference: Mapping[str, Any]) -> set[str]:
+    """The flags set differently in ``flags`` and ``reference`` (either side, by
+    :func:`same_value`); a flag only one side sets counts as changed."""
+    return {
+        k
+        for k in set(flags) | set(reference)
+        if k not in flags or k not in reference or not same_value(flags[k], reference[k])
+    }
+
+
 def contains(config: Mapping[str, Any], combo: Mapping[str, Any]) -> bool:
     """True when ``config`` sets every flag of ``combo`` to the same value."""
     return all(k in config and same_value(config[k], v) for k, v in combo.items())

@@ -36,6 +36,8 @@ from typing import Any
 from bringup.contention import CONTENDED_SHARE, benchmark_contention
 from bringup.plan.space import SearchSpace, flags_key
 from bringup.spec import Spec
+from bringup.student import Z95 as _Z95
+from bringup.student import t95
 from bringup.verdict import TrialResult
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -44,14 +46,6 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt,
     ">=": operator.ge,
 }
-# Two-sided 95% Student t quantiles by degrees of freedom, interpolated in 1/df between
-# rows (accurate to ~0.01 for Welch's fractional df). Hand-written: one table does not
-# justify a statistics dependency such as scipy.
-_T95 = {
-    1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-    9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042, 60: 2.000, 120: 1.980,
-}  # fmt: skip
-_Z95 = 1.960
 # A share taken beyond this says nothing a widened interval could still compare.
 _MAX_TAKEN = 0.9
 
@@ -67,21 +61,6 @@ class Winner:
     # the winner's lead over the runner-up (or the best's over the chosen one): the
     # difference of means and its 95% half-width; None when nothing was compared
     margin: tuple[float, float] | None = None
-
-
-def t95(df: float) -> float:
-    """The two-sided 95% Student t critical value for ``df`` (fractional) degrees of freedom."""
-    if math.isinf(df) or df > 120:
-        return _Z95
-    df = max(df, 1.0)
-    rows = sorted(_T95)
-    below = max(d for d in rows if d <= df)
-    above = min((d for d in rows if d >= df), default=below)
-    if above == below:
-        return _T95[below]
-    # linear in 1/df between the neighbouring rows
-    w = (1 / below - 1 / df) / (1 / below - 1 / above)
-    return _T95[below] + w * (_T95[above] - _T95[below])
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bringup.plan.space import changed_flags
 from bringup.report.model import RunReport
 from bringup.store import TrialRow
 
@@ -86,7 +87,7 @@ def tradeoff_rows(report: RunReport) -> list[TradeoffRow]:
         acc = t.checks.get("accuracy")
         if t is ref or not isinstance(acc, dict) or not isinstance(acc.get("logprob_mad"), float):
             continue
-        changed = {k for k, v in t.flags.items() if ref.flags.get(k) != v}
+        changed = changed_flags(t.flags, ref.flags)
         measured.append((t, acc, bool(changed) and changed <= controls))
     floor = [float(a["logprob_mad"]) for _, a, c in measured if c]
     floor_mad = sum(floor) / len(floor) if floor else None

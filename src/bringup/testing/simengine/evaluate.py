@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from bringup.diagnose import classify
+from bringup.student import t95
 from bringup.testing.simengine.profile import profile_for
 from bringup.testing.simengine.world import Outcome, World
 from bringup.verdict import Category, Stage, Status, TrialResult
 
 CORPUS = Path("/work/shared/corpus/failure_logs.jsonl")
-_T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
 
 # the verdict category each kind of simulated misbehaviour stands for
 KIND_CATEGORY = {
@@ -136,7 +136,7 @@ def evaluate(
     }
     if len(draws) > 1:
         sd = math.sqrt(sum((d - tput) ** 2 for d in draws) / (len(draws) - 1))
-        half = _T95.get(len(draws) - 1, 1.96) * sd / math.sqrt(len(draws))
+        half = t95(len(draws) - 1) * sd / math.sqrt(len(draws))
         result.metrics["output_tok_s_ci"] = [tput - half, tput + half]
     healthy_s += t.bench_s * bench_scale * (len(draws) - 1)
     result.timings = {"total": healthy_s}

@@ -1,0 +1,35 @@
+"""Student's t quantiles: the one table every 95% interval and two-sample test here uses.
+
+:func:`t95` is the two-sided 95% critical value ``t(0.975, df)`` for any (fractional)
+degrees of freedom, so Welch's test (:mod:`bringup.plan.winner`), the benchmark's
+intervals across repeats (:mod:`bringup.bench.metrics`) and the simulated engine's
+intervals all read the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+
+# Two-sided 95% Student t quantiles by degrees of freedom, interpolated in 1/df between
+# rows (accurate to ~0.01 for Welch's fractional df). Hand-written: one table does not
+# justify a statistics dependency such as scipy.
+_T95 = {
+    1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+    9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042, 60: 2.000, 120: 1.980,
+}  # fmt: skip
+Z95 = 1.960  # the normal quantile: a CI taken as normal, or df beyond the table
+
+
+def t95(df: float) -> float:
+    """The two-sided 95% Student t critical value for ``df`` (fractional) degrees of freedom."""
+    if math.isinf(df) or df > 120:
+        return Z95
+    df = max(df, 1.0)
+    rows = sorted(_T95)
+    below = max(d for d in rows if d <= df)
+    above = min((d for d in rows if d >= df), default=below)
+    if above == below:
+        return _T95[below]
+    # linear in 1/df between the neighbouring rows
+    w = (1 / below - 1 / df) / (1 / below - 1 / above)
+    return _T95[below] + w * (_T95[above] - _T95[below])
