@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from bringup.bench import BenchConfig, RequestRecord, run_benchmark
-from bringup.bench.stall import expected_from
+from bringup.bench.records import now
+from bringup.bench.stall import StallError, StallWatch, await_progress, expected_from
 from bringup.checks import check_under_load
 from bringup.testing.fakeserver import FakeServer, FakeServerConfig
+from bringup.testing.hogs import cpu_hogs
 from bringup.verdict import Category
 
 
@@ -74,7 +79,9 @@ async def test_a_stall_from_the_first_stream_is_caught_by_the_idle_sentinels_tim
     assert check_under_load(report.levels).category is Category.STARTUP_TIMEOUT_OR_HANG
 
 
-async def _stall_beside(engine_code: str, tmp_path: Path) -> tuple[Category | None, list[str]]:
+async def _stall_beside(
+    engine_code: str, tmp_path: Path, **kw: object
+) -> tuple[Category | None, list[str]]:
     """A stalling fake server, judged as if ``engine_code`` ran as its engine process."""
     log = tmp_path / "engine.log"
     log.write_text("")
@@ -85,7 +92,7 @@ async def _stall_beside(engine_code: str, tmp_path: Path) -> tuple[Category | No
         assert engine.stdout is not None and engine.stdout.readline() == "up\n"
         fake = FakeServerConfig(event_rate=100, stall_after_events=5, stall_after_requests=2)
         async with FakeServer(fake) as srv:
-            cfg = _cfg(engine_pid=engine.pid, engine_log=str(log))
+            cfg = _cfg(engine_pid=engine.pid, engine_log=str(log), **kw)
             report = await run_benchmark(srv.url, cfg)
     finally:
         engine.kill()
@@ -97,7 +104,7 @@ async def _stall_beside(engine_code: str, tmp_path: Path) -> tuple[Category | No
 async def test_a_stall_through_which_the_engine_kept_computing_is_slow_not_a_hang(
     tmp_path: Path,
 ) -> None:
-    category, evidence = await _stall_beside("while True: pass", tmp_path)
+    category, evidence = await _stall_beside("while True: pass", tmp_path, stall_slow_factor=2)
     assert category is Category.SLOW_RESPONSE
     assert "/health answered 200" in evidence[0] and "CPU-s" in evidence[1]
 
@@ -108,3 +115,67 @@ async def test_a_stall_through_which_the_engine_did_nothing_stays_a_hang(
     category, evidence = await _stall_beside("import time; time.sleep(120)", tmp_path)
     assert category is Category.STARTUP_TIMEOUT_OR_HANG
     assert "0.00 CPU-s and wrote 0 log bytes" in evidence[1]
+
+
+async def _answered_after(
+    delay_s: float, watch: StallWatch, reads: list[tuple[float, bytes]] | None = None
+) -> float:
+    """Wait on a stream whose end comes after ``delay_s`` with no byte; its wait in s."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[int] = loop.create_future()
+    loop.call_later(delay_s, done.set_result, 200)
+    started = time.monotonic()
+    assert await await_progress(done, reads if reads is not None else [], watch) == 200
+    return time.monotonic() - started
+
+
+async def test_a_slow_first_token_while_the_engine_computes_is_waited_for() -> None:
+    # the watchdog's limit (from an idle warm-up) is 1 s; the machine got busier and the
+    # first token takes 4: the engine's CPU time says it works, so no stall is called
+    with cpu_hogs(1) as engine:
+        watch = StallWatch(gap_s=1.0, first_s=1.0, pid=engine.pids[0])
+        assert await _answered_after(4.0, watch) >= 4.0
+
+
+async def test_a_silent_engine_is_a_stall_and_a_busy_one_only_slow_at_the_bound() -> None:
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        watch = StallWatch(gap_s=1.0, first_s=1.0, pid=sleeper.pid)
+        with pytest.raises(StallError) as stuck:
+            await _answered_after(60.0, watch)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert stuck.value.slow is None and "before the first token" in str(stuck.value)
+    with cpu_hogs(1) as engine:
+        watch = StallWatch(gap_s=1.0, first_s=1.0, pid=engine.pids[0], slow_factor=3)
+        with pytest.raises(StallError) as slow:
+            await _answered_after(60.0, watch)
+    assert slow.value.slow is not None and "CPU-s" in slow.value.slow
+    assert slow.value.silent_s >= 3.0 and "the engine kept working" in str(slow.value)
+
+
+async def test_tokens_on_other_streams_excuse_a_queued_request_not_a_dropped_one() -> None:
+    watch = StallWatch(gap_s=1.0, first_s=1.0)  # no engine process to look at
+    busy: list[tuple[float, bytes]] = []
+    loop = asyncio.get_running_loop()
+    other: asyncio.Future[int] = loop.create_future()
+
+    async def produce() -> None:
+        while not other.done():
+            busy.append((now(), b"data: {}\n\n"))
+            await asyncio.sleep(0.1)
+
+    busy.append((now(), b"x"))
+    feeder = asyncio.ensure_future(produce())
+    streaming = asyncio.ensure_future(await_progress(other, busy, watch))
+    try:
+        # queued: no byte yet, but the server serves another stream meanwhile
+        assert await _answered_after(3.0, watch) >= 3.0
+        # started, then left behind while the other stream goes on: a stall
+        with pytest.raises(StallError) as dropped:
+            await _answered_after(60.0, watch, reads=[(now(), b"data: {}\n\n")])
+        assert dropped.value.slow is None and "mid-stream" in str(dropped.value)
+    finally:
+        other.set_result(200)
+        await asyncio.gather(feeder, streaming)

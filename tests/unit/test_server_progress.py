@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
 
 import pytest
 from aiohttp import web
@@ -14,7 +20,9 @@ from bringup.server.progress import (
     MIN_TIMEOUT_S,
     TIMEOUT_MARGIN,
     Progress,
+    ProgressMeter,
     judge_no_answer,
+    listener_pid,
     request_failure_kind,
     request_timeout_s,
 )
@@ -83,3 +91,42 @@ def test_progress_decides_slow_or_stalled_and_5xx_is_a_crash() -> None:
     assert judge_no_answer("connection", idle)[:2] == (Category.STALLED, True)
     assert judge_no_answer("server_error", working)[:2] == (Category.RUNTIME_CRASH, False)
     assert judge_no_answer("other", working)[:2] == (Category.RUNTIME_CRASH, False)
+
+
+def test_the_listener_of_a_loopback_url_is_found_and_this_process_is_not() -> None:
+    code = (
+        "import socket, time\n"
+        "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+        "print(s.getsockname()[1], flush=True); time.sleep(60)\n"
+    )
+    server = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline())
+        assert listener_pid(f"http://127.0.0.1:{port}") == server.pid
+    finally:
+        server.kill()
+        server.wait()
+    with socket.socket() as own:
+        own.bind(("127.0.0.1", 0))
+        own.listen()
+        # a server in this very process: its CPU time would be the benchmark's own
+        assert listener_pid(f"http://127.0.0.1:{own.getsockname()[1]}") is None
+    assert listener_pid("http://192.0.2.1:8000") is None  # not this host
+
+
+async def test_the_meter_walks_proc_on_a_thread_not_the_event_loop(tmp_path: Path) -> None:
+    readers: list[int] = []
+    meter = ProgressMeter(os.getpid(), tmp_path / "log", period_s=0.05)
+    read = meter._read
+
+    def spy() -> tuple[float, float, int]:
+        readers.append(threading.get_ident())
+        return read()
+
+    meter._read = spy  # type: ignore[method-assign]
+    meter.start()
+    await asyncio.sleep(0.5)
+    await meter.stop()
+    assert readers and threading.main_thread().ident not in readers
+    assert len(meter.samples) == len(readers)

@@ -150,7 +150,7 @@ async def send(
     The server never answered it, so it is not an error under load. With a ``parser``, the
     body is queued there and parsed later (see ``ParseQueue``); without one it is parsed
     before returning. With a ``watch``, a stream that goes silent too long ends as error
-    ``stall``.
+    ``stall`` (nothing was working), or ``slow`` (the engine worked on, but far too long).
     """
     exchange = Exchange()
     reads = exchange.reads
@@ -164,7 +164,7 @@ async def send(
         except TimeoutError:
             rec.error = "timeout"
         except StallError as exc:
-            rec.error, detail = "stall", str(exc)
+            rec.error, detail = ("slow" if exc.slow else "stall"), str(exc)
         except StreamError as exc:
             if exc.stale and not reads:
                 rec.retries += 1

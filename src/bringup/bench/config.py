@@ -57,6 +57,8 @@ class BenchConfig:
     stall_watchdog: bool = True
     stall_factor: float = 20.0
     stall_floor_s: float = 5.0
+    # a silent stream whose engine is still working waits this many watchdog limits
+    stall_slow_factor: float = 10.0
     health_path: str = "/health"  # asked once a stream stalled: hang (200) or down
     # the engine's process and log, where the caller started it: a stall is judged by
     # whether it kept working meanwhile (server.progress.ProgressMeter)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from bringup.bench.client import cancel_all, send
 from bringup.bench.records import ParseQueue, RequestRecord, now
-from bringup.bench.stall import StallWatch
+from bringup.bench.stall import WATCHDOG_ERRORS, StallWatch
 from bringup.bench.stream_http import StreamPool
 
 
@@ -90,7 +90,7 @@ async def _one(
             if run.stalled:
                 return
             detail = await send(pool, body, rec, timeout_s, parser, watch)
-    run.stalled = run.stalled or rec.error == "stall"
+    run.stalled = run.stalled or rec.error in WATCHDOG_ERRORS
     if rec.error and detail:
         run.error_examples.setdefault(rec.error, detail)
     run.records.append(rec)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -35,10 +36,10 @@ from bringup.bench.report import (
     load_notes,
 )
 from bringup.bench.sentinels import SentinelsUnderLoad, answer_all
-from bringup.bench.stall import StallWatch, expected_from, from_requests
+from bringup.bench.stall import WATCHDOG_ERRORS, StallWatch, expected_from, from_requests
 from bringup.bench.workers import ClientProcesses, Window, drive, run_on_fast_loop
 from bringup.http import OpenAIClient
-from bringup.server.progress import ProgressMeter
+from bringup.server.progress import ProgressMeter, listener_pid
 
 _POOL_CAP = 1024  # distinct prompts kept; duration-bounded levels cycle through them
 HEARTBEAT_S = 10.0  # a line this often while a window runs: alive, not hung
@@ -108,6 +109,10 @@ async def run_benchmark(
         else None
     )
     try:
+        if cfg.stall_watchdog and cfg.engine_pid is None:
+            # a server started elsewhere on this host can still be watched for work
+            found = await asyncio.to_thread(listener_pid, base_url)
+            cfg = dataclasses.replace(cfg, engine_pid=found) if found else cfg
         async with make_session(cfg, max(cfg.concurrency or [1])) as session:
             prepared = await prepare(session, base_url, cfg, _pool_size(cfg))
             run_cfg = BenchConfig(**{**cfg.__dict__, "model": prepared.model})
@@ -252,11 +257,17 @@ def _stall_watch(
         return None
     streams = int(value) if kind == "concurrency" else max(1, cfg.max_concurrency or 1)
     if basis:
-        return expected_from(basis, streams, cfg.stall_factor, cfg.stall_floor_s)
-    if idle_request_s is None:
+        watch = expected_from(basis, streams, cfg.stall_factor, cfg.stall_floor_s)
+    elif idle_request_s is None:
         return None
-    return from_requests(
-        idle_request_s, cfg.sentinel_tokens, streams, cfg.stall_factor, cfg.stall_floor_s
+    else:
+        watch = from_requests(
+            idle_request_s, cfg.sentinel_tokens, streams, cfg.stall_factor, cfg.stall_floor_s
+        )
+    if watch is None:
+        return None
+    return dataclasses.replace(
+        watch, pid=cfg.engine_pid, log=cfg.engine_log, slow_factor=cfg.stall_slow_factor
     )
 
 
@@ -279,9 +290,12 @@ async def _stall_record(
         "GET", cfg.health_path, timeout_s=min(10.0, watch.gap_s)
     )
     status = health.status or None  # None: no HTTP answer at all
+    stalls = sum(1 for r in run.records if r.error == "stall")
     return {
-        "requests": sum(1 for r in run.records if r.error == "stall"),
-        "detail": run.error_examples.get("stall", ""),
+        "requests": sum(1 for r in run.records if r.error in WATCHDOG_ERRORS),
+        "detail": run.error_examples.get("stall") or run.error_examples.get("slow", ""),
+        # ended only because the engine worked on far too long: slow, never a hang
+        "slow": stalls == 0,
         "watchdog": watch.describe(),
         "gap_s": watch.gap_s,
         "health_status": status,

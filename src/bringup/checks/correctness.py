@@ -238,16 +238,18 @@ def check_under_load(
 def _stalled(at: str, stall: dict[str, Any], level: LoadLevel) -> CheckReport:
     """The stall watchdog ended streams: a hang while /health says 200, else a crash; but
     an engine that kept working through the silence (``stall["progress"]``, sampled by the
-    benchmark) is slow, not stuck: ``slow_response``, which the sweep treats as transient."""
+    benchmark, or ``stall["slow"]``: the watchdog itself saw it work) is slow, not stuck:
+    ``slow_response``, which the sweep treats as transient."""
     health = stall.get("health_status")
     line = (
-        f"at concurrency {at}: {stall.get('requests', 0)} stream(s) stalled: "
+        f"at concurrency {at}: {stall.get('requests', 0)} stream(s) "
+        f"{'too slow' if stall.get('slow') else 'stalled'}: "
         f"{stall.get('detail', '')} ({stall.get('watchdog', '')}); "
         f"/health answered {health or 'nothing'}"
     )
     progress = stall.get("progress") or {}
     category = Category.STARTUP_TIMEOUT_OR_HANG if health == 200 else Category.RUNTIME_CRASH
-    if health == 200 and progress.get("progressing"):
+    if health == 200 and (progress.get("progressing") or stall.get("slow")):
         category = Category.SLOW_RESPONSE
     return CheckReport(False, category, [line, *progress.get("evidence", []), *_errors(level)])
 

@@ -22,9 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
+import os
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import aiohttp
 import psutil
@@ -78,12 +82,13 @@ class Progress:
         return self.log_bytes > 0 or self.cpu_s >= PROGRESS_CPU_SHARE * self.window_s
 
 
-def _tree_cpu_s(pid: int) -> float:
+def _tree_cpu_s(pid: int) -> float | None:
+    """CPU seconds the process tree from ``pid`` has used; None when ``pid`` is gone."""
     try:
         root = psutil.Process(pid)
         procs = [root, *root.children(recursive=True)]
     except psutil.NoSuchProcess:
-        return 0.0
+        return None
     total = 0.0
     for p in procs:
         try:
@@ -94,18 +99,53 @@ def _tree_cpu_s(pid: int) -> float:
     return total
 
 
-def _size(path: Path) -> int:
+def _size(path: Path | None) -> int:
+    if path is None:
+        return 0
     try:
         return path.stat().st_size
     except OSError:
         return 0
 
 
+def snapshot(pid: int, log_path: Path | None) -> tuple[float, int] | None:
+    """(tree CPU-s, log bytes) now; None when the process is gone. Walks /proc: blocking."""
+    cpu = _tree_cpu_s(pid)
+    return None if cpu is None else (cpu, _size(log_path))
+
+
+def listener_pid(base_url: str) -> int | None:
+    """The process listening on a loopback ``base_url``'s port, where it can be seen.
+
+    None for a server on another host, one this process serves itself (its CPU time says
+    nothing about the server), or a listener this user may not look at. Blocking: it reads
+    every socket of the host.
+    """
+    url = urlsplit(base_url)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        if not ipaddress.ip_address(socket.gethostbyname(url.hostname or "")).is_loopback:
+            return None
+        conns = psutil.net_connections(kind="tcp")
+    except (OSError, ValueError, psutil.Error):
+        return None
+    for c in conns:
+        if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid:
+            return None if c.pid == os.getpid() else c.pid
+    return None
+
+
+def _cpu_or_zero(pid: int) -> float:
+    return _tree_cpu_s(pid) or 0.0
+
+
 async def sample_progress(pid: int, log_path: Path, window_s: float = SAMPLE_WINDOW_S) -> Progress:
     """What the engine's process tree and log did over ``window_s`` seconds from now."""
-    cpu0, size0, t0 = _tree_cpu_s(pid), _size(log_path), time.monotonic()
+    cpu0 = await asyncio.to_thread(_cpu_or_zero, pid)
+    size0, t0 = _size(log_path), time.monotonic()
     await asyncio.sleep(window_s)
-    cpu, grown = _tree_cpu_s(pid) - cpu0, _size(log_path) - size0
+    cpu = await asyncio.to_thread(_cpu_or_zero, pid) - cpu0
+    grown = _size(log_path) - size0
     wall = time.monotonic() - t0
     p = Progress(round(cpu, 3), grown, round(wall, 3))
     p.evidence.append(
@@ -123,13 +163,21 @@ class ProgressMeter:
         self.samples: list[tuple[float, float, int]] = []  # (monotonic, CPU-s, log bytes)
         self._task: asyncio.Task[None] | None = None
 
+    def _read(self) -> tuple[float, float, int]:
+        return (time.monotonic(), _cpu_or_zero(self.pid), _size(self.log_path))
+
     def sample(self) -> None:
-        self.samples.append((time.monotonic(), _tree_cpu_s(self.pid), _size(self.log_path)))
+        self._keep(self._read())
+
+    def _keep(self, s: tuple[float, float, int]) -> None:
+        self.samples.append(s)
         del self.samples[:-600]  # ten minutes at one a second is plenty to look back on
 
     async def _loop(self) -> None:
+        # walking /proc takes milliseconds on a busy host: on a thread, so it never delays
+        # the benchmark's arrival timestamps on this loop
         while True:
-            self.sample()
+            self._keep(await asyncio.to_thread(self._read))
             await asyncio.sleep(self.period_s)
 
     def start(self) -> ProgressMeter:
