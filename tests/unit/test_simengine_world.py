@@ -159,3 +159,24 @@ def test_default_planner_beats_the_grid_on_the_seed_world() -> None:
     assert best.config["--speculative-algorithm"] == "NEXTN"
     assert best.config["--moe-runner-backend"] == "flashinfer_cutlass"
     assert launched < 0.1 * len(spec.configs())
+
+
+def test_an_interaction_raises_the_noise_of_the_configurations_it_holds_for() -> None:
+    world = load_world("vllm_h200_fp8_interactions")
+    noisy = {
+        "--attention-backend": "TRITON_ATTN",
+        "--kv-cache-dtype": "fp8",
+        "--max-num-seqs": 512,
+        "--max-num-batched-tokens": 8192,
+    }
+    steady = {**noisy, "--attention-backend": "FLASHINFER"}
+    assert world.noise_of(noisy) == 0.25 and world.noise_of(steady) == 0.02
+
+    def spread(config: dict[str, object]) -> float:
+        rng = random.Random(3)
+        draws = [evaluate(world, config, rng).result.metrics["output_tok_s"] for _ in range(200)]
+        mean = sum(draws) / len(draws)
+        return (sum((d - mean) ** 2 for d in draws) / (len(draws) - 1)) ** 0.5 / mean
+
+    # 200 draws put a relative sd within about 10% of its value
+    assert 0.2 < spread(noisy) < 0.3 and spread(steady) < 0.03

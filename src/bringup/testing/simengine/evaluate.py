@@ -121,7 +121,7 @@ def evaluate(
         failed = _apply_outcome(world, outcome, config, result)
         if failed is not None:
             return SimTrial(result, failed, launched=True)
-    noise = world.performance.noise / math.sqrt(max(bench_scale, 1e-3))
+    noise = world.noise_of(config) / math.sqrt(max(bench_scale, 1e-3))
     true_tput = world.true_output_tok_s(config)
     draws = [true_tput * max(0.05, 1 + rng.gauss(0, noise)) for _ in range(max(1, repeats))]
     tput = sum(draws) / len(draws)

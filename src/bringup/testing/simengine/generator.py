@@ -85,6 +85,7 @@ def random_world(seed: int) -> World:
             space[flag] = [pool[0], *rng.sample(pool[1:], k - 1)]
     reference = {f: v[0] for f, v in space.items()}
     perf = _performance(rng, space)
+    perf.interactions += _noisy_regions(random.Random(f"noise-{seed}"), space)
     outcomes = _outcomes(rng, space, reference)
     tolerate = [
         o.when and next(iter(o.when)) for o in outcomes if o.kind == "drift" and rng.random() < 0.3
@@ -137,6 +138,17 @@ def _performance(rng: random.Random, space: dict[str, list[FlagValue]]) -> Perfo
         ttft_effects=ttft,
         interactions=interactions,
     )
+
+
+def _noisy_regions(rng: random.Random, space: dict[str, list[FlagValue]]) -> list[Interaction]:
+    """Regions measured far less steadily than the rest (a backend whose speed wanders)."""
+    out = []
+    flags = [f for f in space if len(space[f]) > 1]
+    for _ in range(rng.randint(0, 2) if flags else 0):
+        chosen = rng.sample(flags, min(len(flags), rng.randint(1, 2)))
+        when: dict[str, FlagValue | list[FlagValue]] = {f: rng.choice(space[f][1:]) for f in chosen}
+        out.append(Interaction(when=when, noise=rng.uniform(0.08, 0.25)))
+    return out
 
 
 def _crash(when: dict[str, Any], category: Category, log: str, after: float) -> Outcome:

@@ -2,7 +2,8 @@
 
 A world (TOML or JSON, documented in ``docs/worlds.md``) names the engine it imitates, the
 searched space with its reference, the performance surface (a base throughput and latency
-times per-value and per-combination factors, plus measurement noise), and ``outcome``
+times per-value and per-combination factors, plus measurement noise, which a combination
+may raise for the configurations holding it), and ``outcome``
 rules: the first rule whose ``when`` matches a configuration (and whose ``unless`` does
 not) decides that it crashes, hangs, answers garbage, drifts or errors under load.
 Conditions compare flag values by text or number; a list means any of; ``">=0.9"``,
@@ -68,6 +69,9 @@ class Interaction(_M):
     unless: Condition = Field(default_factory=dict)
     output_tok_s: float = Field(default=1.0, gt=0)  # multiplies throughput
     ttft_ms: float = Field(default=1.0, gt=0)  # multiplies time to first token
+    # the relative sd of one full benchmark where the condition holds (None: the world's);
+    # where several hold, the largest counts
+    noise: float | None = Field(default=None, ge=0)
 
 
 class Performance(_M):
@@ -154,6 +158,14 @@ class World(_M):
             if applies(config, inter.when, inter.unless):
                 value *= inter.output_tok_s
         return value
+
+    def noise_of(self, config: dict[str, Any]) -> float:
+        """The relative sd of one full benchmark of ``config`` (see ``Interaction.noise``)."""
+        noise = self.performance.noise
+        for inter in self.performance.interactions:
+            if inter.noise is not None and applies(config, inter.when, inter.unless):
+                noise = max(noise, inter.noise)
+        return noise
 
     def true_ttft_ms(self, config: dict[str, Any]) -> float:
         perf = self.performance
