@@ -8,9 +8,9 @@ A collector writes cases as plain-text blocks (no JSON escaping of logs by hand)
 
 and runs ``python bench/corpus_add.py BLOCKS.txt``. Each case is appended to fit.jsonl or
 heldout.jsonl by ``corpus_check.split_of``; only counts are printed, so adding cases never
-shows the collector what the held-out part holds. ``--to heldout2`` appends every case to
-the second held-out set instead (collected by someone who does not write rules; see the
-README). Then run ``corpus_check.py``.
+shows the collector what the held-out part holds. ``--to heldout2`` (or ``--to heldout3``)
+appends every case to that later held-out set instead (collected by someone who does not
+write rules; see the README). Then run ``corpus_check.py``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from corpus_check import DATA, legacy_ids, legacy_sources, split_of
+
+LATER_SPLITS = ("heldout2", "heldout3")  # held out whole, whatever the hash of the source
 
 
 def parse(text: str) -> list[dict[str, Any]]:
@@ -50,14 +52,17 @@ def parse(text: str) -> list[dict[str, Any]]:
 
 def main(argv: list[str]) -> int:
     to = None
-    if argv[:2] == ["--to", "heldout2"]:
-        to, argv = "heldout2", argv[2:]
+    if argv[:1] == ["--to"] and len(argv) > 1 and argv[1] in LATER_SPLITS:
+        to, argv = argv[1], argv[2:]
     if len(argv) != 1 or not Path(argv[0]).is_file():
-        print("usage: corpus_add.py [--to heldout2] BLOCKS.txt (an existing file)", file=sys.stderr)
+        print(
+            f"usage: corpus_add.py [--to {'|'.join(LATER_SPLITS)}] BLOCKS.txt (an existing file)",
+            file=sys.stderr,
+        )
         return 2
     cases = parse(Path(argv[0]).read_text())
     legacy, sources = legacy_ids(), legacy_sources()
-    counts = {"fit": 0, "heldout": 0, "heldout2": 0}
+    counts = {"fit": 0, "heldout": 0, **{split: 0 for split in LATER_SPLITS}}
     for case in cases:
         side = to or split_of(case["id"], case["source"], legacy, sources)
         with (DATA / f"{side}.jsonl").open("a") as out:

@@ -83,6 +83,17 @@ def test_a_source_in_two_splits_is_refused(tmp_path: Path) -> None:
     assert any(f"source {fit.upper()} is already in fit" in p for p in problems)
 
 
+def test_the_third_held_out_set_shares_no_source_with_the_second(tmp_path: Path) -> None:
+    files = _write(tmp_path, [_case(_source_for("fit"))], [])
+    for split, log in (("heldout2", "ImportError: libcudart.so.12"), ("heldout3", "Segfault " * 5)):
+        files[split] = tmp_path / f"{split}.jsonl"
+        case = _case("o/later#7", id=f"vllm-{split}", log=log + " while loading the engine")
+        files[split].write_text(json.dumps(case) + "\n")
+    problems, n = cc.check(files)
+    assert n == 3
+    assert any("source o/later#7 is already in heldout2" in p for p in problems)
+
+
 def test_a_good_case_passes(tmp_path: Path) -> None:
     problems, n = cc.check(_write(tmp_path, [_case(_source_for("fit"))], []))
     assert (problems, n) == ([], 1)
