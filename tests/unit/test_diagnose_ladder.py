@@ -324,3 +324,59 @@ def test_healthy_engine_logs_raise_no_signal(name: str) -> None:
     d = classify(text, engine=engine, stage=Stage.READY)  # still running, nothing wrong
     assert d.category is Category.STARTUP_TIMEOUT_OR_HANG, d.explain()
     assert output_signals(text.splitlines()) == []
+
+
+@pytest.mark.parametrize(
+    ("line", "category"),
+    [
+        (
+            "thread 'main' panicked at 'Unable to warmup model', router/src/main.rs:216:18",
+            "runtime_crash",
+        ),
+        (
+            "panic: runtime error: invalid memory address or nil pointer dereference",
+            "runtime_crash",
+        ),
+        (
+            "Gloo connectFullMesh failed with [../gloo/transport/tcp/pair.cc:144] no error",
+            "distributed_failure",
+        ),
+        (
+            "requires 210571452800 bytes of scratch space, but only 47697362944 is available",
+            "oom_gpu",
+        ),
+        ("error: failed to allocate 4096.00 MiB of pinned memory", "oom_host"),
+        ("llama_init_from_model: failed to allocate buffer for kv cache", "oom_gpu"),
+        ("When I load the 70B model it runs out of VRAM and crashes.", "oom_gpu"),
+        ("The server gets OOM killed by the kernel after a few requests.", "oom_host"),
+    ],
+)
+def test_general_signals_name_the_kind_of_failure(line: str, category: str) -> None:
+    assert classify(line).label == category
+
+
+def test_kernel_oom_killer_line_is_not_read_as_gpu_memory() -> None:
+    d = classify("Out of memory: Killed process 4242 (python3) total-vm:1234kB")
+    assert d.category is Category.OOM_HOST
+
+
+def test_a_traceback_cut_before_its_exception_is_read_by_its_frames_as_a_guess() -> None:
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/x/vllm/worker/worker.py", line 71, in init_model\n'
+        "    _check_if_gpu_supports_dtype(self.model_config.dtype)\n"
+        '  File "/x/vllm/worker/worker.py", line 231, in _check_if_gpu_supports_dtype\n'
+    )
+    d = classify(log, engine="vllm")
+    assert d.category is Category.UNSUPPORTED_HARDWARE
+    assert d.confidence < 0.5  # where it stopped is a kind of failure, not its cause
+
+
+def test_mpi_frames_of_a_crash_dump_are_a_guessed_distributed_failure() -> None:
+    log = (
+        "[host:1447852] [ 9] /lib/x86_64-linux-gnu/libmpi.so.40(ompi_request_default_wait+0x24b)\n"
+        "[host:1447852] [13] /lib/x86_64-linux-gnu/libmpi.so.40(MPI_Bcast+0x121)[0x7fc1ff32d881]\n"
+    )
+    d = classify(log, engine="trtllm")
+    assert d.category is Category.DISTRIBUTED_FAILURE
+    assert d.confidence < 0.5

@@ -256,8 +256,12 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
                 )
             )
     for tb in tracebacks:
-        if tb.exc_index is None or not tb.frames:
+        if not tb.frames:
             continue
+        # a traceback posted without its exception line is read by its frames alone (type
+        # ""): where it was is a kind of failure, not its cause, so such a hit is a guess
+        cut = tb.exc_index is None
+        at = tb.frames[-1].index if tb.exc_index is None else tb.exc_index
         exc_name = tb.exc_type.rsplit(".", 1)[-1]
         own = {f.index for m in markers for f in tb.frames_in(m)}
         for rs in rulesets:
@@ -273,11 +277,12 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
                     _Hit(
                         fr.category,
                         fr.weight * boost,
-                        tb.exc_index,
+                        at,
                         fr.remedy,
                         frame.index,
                         rule=f"{rs.engine}:{fr.name}",
                         flags=fr.flags,
+                        prior=cut,
                     )
                 )
     for tb in tracebacks:

@@ -11,8 +11,11 @@ of how much they say:
    means the model's tokenizer files do not fit; with no rule for its message, a
    ``ValueError`` is a refused value (the model's when it names the model, a setting's when
    it names a flag) and a ``NotImplementedError`` the model, both as guesses;
+   a traceback posted without its exception line is read by its frames alone, as a guess
+   (a check of what the GPU can do, setting up the ranks);
 2. signals and exit codes written in the log (``Illegal instruction``, ``signal 4``, Windows
-   status codes), since a posted or captured log often names how the process died;
+   status codes), Rust and Go panics, MPI frames of a crash dump, since a posted or
+   captured log often names how the process died;
 3. allocator messages that say which memory ran out (prefill budgets, TensorRT's
    ``OutOfMemory``);
 4. missing modules, symbols, loaders and toolchains, and CUDA/ROCm error names that say
@@ -26,7 +29,8 @@ of how much they say:
    template, remote code to trust);
 7. evidence of a hang (a timeout message, "waiting for shard", a poster's "hangs");
 8. weakest, the vocabulary of a message no rule knows: which noun refused (model,
-   tokenizer, option, file) with which verb (not supported, invalid, not found).
+   tokenizer, option, file) with which verb (not supported, invalid, not found), and a
+   poster's own words for running out of memory (RAM and the OOM killer: host; else GPU).
 
 Items 1-4 live in :mod:`bringup.diagnose.signals_runtime`, 5-8 in
 :mod:`bringup.diagnose.signals_launch`, and what the model asks for that the code refuses

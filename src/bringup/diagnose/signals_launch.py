@@ -269,6 +269,41 @@ RULES: tuple[Rule, ...] = (
         2.2,
         name="message-file-missing",
     ),
+    # a poster's own words for running out of memory: the kernel's OOM killer or the
+    # machine's RAM is host memory, anything else (VRAM, "OOM" alone) the GPU's
+    rule(
+        r"\bOOM[- ]?kill(?:ed|er|s)?\b|"
+        r"\b(?:out of|runs? out of|ran out of) (?:system |host |CPU )?RAM\b|"
+        r"\b(?:out of|runs? out of|ran out of|exhaust\w*) (?:system|host|CPU) memory\b",
+        C.OOM_HOST,
+        2.2,
+        name="message-host-memory-ran-out",
+    ),
+    rule(
+        r"\b(?:out of|runs? out of|ran out of|exhaust\w*) (?:GPU |device |video )?"
+        r"(?:VRAM|memory)\b(?!: Kill)|"
+        r"\bgets? (?:an? )?OOM\b|\bOOM(?:s|ed)?\b(?![- ]?kill)",
+        C.OOM_GPU,
+        2.0,
+        name="message-memory-ran-out",
+    ),
+    # an allocation that names only what it was for: GPU buffers and the KV cache live on
+    # the device; pinned memory and CPU buffers on the host
+    rule(
+        r"\bfailed to allocate [\d.]+ ?[KMG]i?B of pinned (?:host )?memory|"
+        r"\bcannot allocate (?:pinned|host) memory",
+        C.OOM_HOST,
+        4,
+        name="pinned-memory-allocation-failed",
+    ),
+    rule(
+        r"\bfailed to allocate (?:the )?(?:buffer|memory) for "
+        r"(?:the )?(?:kv ?cache|KV self|context)|"
+        r"\bfailed to allocate (?:compute|kv|KV) buffers?",
+        C.OOM_GPU,
+        3.5,
+        name="context-buffer-allocation-failed",
+    ),
 )
 
 FRAME_RULES: tuple[FrameRule, ...] = (
@@ -313,5 +348,23 @@ FRAME_RULES: tuple[FrameRule, ...] = (
         r"models/__init__\.py:get_model|model_registry|:get_model_architecture",
         C.MODEL_INCOMPATIBLE,
         2.5,
+    ),
+    # the frame that raised is a check of what the GPU can do (dtype, compute capability);
+    # also read in a traceback posted without its exception line (type "")
+    frame_rule(
+        r"|ValueError|RuntimeError|NotImplementedError|AssertionError",
+        r":_?(?:check|verify|assert|ensure)\w*(?:gpu|device|capabilit|hardware|compute)\w*",
+        C.UNSUPPORTED_HARDWARE,
+        2.5,
+        "the engine checked what this GPU can do and refused it: a dtype, kernel or "
+        "backend this GPU supports (e.g. --dtype half on pre-Ampere GPUs)",
+    ),
+    # a traceback cut before its exception, last seen setting up the ranks
+    frame_rule(
+        r"",
+        r":(?:init_distributed\w*|init_process_group|initialize_model_parallel|"
+        r"init_torch_distributed|ncclCommInitRank|\w*all_reduce|\w*all_gather)",
+        C.DISTRIBUTED_FAILURE,
+        2.0,
     ),
 )

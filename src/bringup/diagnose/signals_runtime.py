@@ -135,6 +135,32 @@ RULES: tuple[Rule, ...] = (
     ),
     # a Go program's stack dump (Ollama's runner) and C/C++ assertions: it crashed
     rule(r"\.go:\d+ \+0x[0-9a-f]+", C.RUNTIME_CRASH, 1.5, name="go-stack-dump"),
+    # a panic of the Rust (TGI's router and launcher) or Go runtime: the process died; any
+    # cause named on the same line (out of memory, a refused model) scores on its own
+    rule(
+        r"thread '[^']*' panicked at|^panic: runtime error:|"
+        r"^fatal error: (?:unexpected signal|concurrent map)|Fatal Python error: Aborted",
+        C.RUNTIME_CRASH,
+        2.5,
+        name="runtime-panic",
+    ),
+    # a bare assertion with no message: something the code assumed did not hold
+    rule(r"^AssertionError\s*$", C.RUNTIME_CRASH, 1.5, case=True, name="bare-assertion"),
+    # native frames of an MPI collective in a crash dump: the ranks' communication failed
+    rule(
+        r"\blibmpi\.so|\bMPI_(?:Bcast|Allreduce|Allgather|Barrier|Recv|Send|Wait\w*)\b|"
+        r"\bompi_(?:coll|request|sync)\w*",
+        C.DISTRIBUTED_FAILURE,
+        1.5,
+        case=True,
+        name="mpi-collective-frames",
+    ),
+    rule(
+        r"Gloo connectFullMesh failed|ProcessGroupGloo\S* .*(?:failed|error)",
+        C.DISTRIBUTED_FAILURE,
+        4,
+        name="gloo-failed",
+    ),
     rule(
         r"\b[A-Z]+_ASSERT\b|\bAssertion [`'\"(]?.{1,200}?[`'\")]? failed|[Aa]ssertion failed",
         C.RUNTIME_CRASH,
@@ -181,6 +207,16 @@ RULES: tuple[Rule, ...] = (
         C.OOM_GPU,
         5,
         name="allocator-out-of-device-memory",
+    ),
+    # a builder or allocator stating the bytes it needs against the bytes it has
+    rule(
+        r"requires \d+ bytes of (?:scratch|workspace|device|GPU) ?(?:space|memory)?, "
+        r"but only \d+ (?:is |are )?available",
+        C.OOM_GPU,
+        4,
+        "the engine build needs more GPU memory than is free: smaller max batch/sequence "
+        "settings at build time, or more GPUs",
+        name="needs-more-bytes-than-available",
     ),
     # --- 4. libraries, loaders, drivers and toolchains --------------------------------
     rule(
