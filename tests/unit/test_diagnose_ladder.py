@@ -349,6 +349,11 @@ def test_healthy_engine_logs_raise_no_signal(name: str) -> None:
         ("llama_init_from_model: failed to allocate buffer for kv cache", "oom_gpu"),
         ("When I load the 70B model it runs out of VRAM and crashes.", "oom_gpu"),
         ("The server gets OOM killed by the kernel after a few requests.", "oom_host"),
+        (
+            "the agent gets an infinite output of '/' characters whatever the prompt",
+            "garbage_output",
+        ),
+        ("The model repeats the same sentence endlessly.", "garbage_output"),
     ],
 )
 def test_general_signals_name_the_kind_of_failure(line: str, category: str) -> None:
@@ -376,6 +381,17 @@ def test_mpi_frames_of_a_crash_dump_are_a_guessed_distributed_failure() -> None:
     log = (
         "[host:1447852] [ 9] /lib/x86_64-linux-gnu/libmpi.so.40(ompi_request_default_wait+0x24b)\n"
         "[host:1447852] [13] /lib/x86_64-linux-gnu/libmpi.so.40(MPI_Bcast+0x121)[0x7fc1ff32d881]\n"
+    )
+    d = classify(log, engine="trtllm")
+    assert d.category is Category.DISTRIBUTED_FAILURE
+    assert d.confidence < 0.5
+
+
+def test_a_thread_dump_stopped_in_a_collective_is_a_guessed_distributed_failure() -> None:
+    log = (
+        'Thread 16 (Thread 0x7f08 (LWP 1705707) "executionLoop"):\n'
+        "#6  0x00007f1431c6674d in cudaStreamQuery () from /x/libnvinfer_plugin_tensorrt_llm.so\n"
+        "#7  0x00007f1431bdb43b in tensorrt_llm::plugins::AllgatherPlugin::enqueue() from /x\n"
     )
     d = classify(log, engine="trtllm")
     assert d.category is Category.DISTRIBUTED_FAILURE

@@ -287,6 +287,15 @@ RULES: tuple[Rule, ...] = (
         2.0,
         name="message-memory-ran-out",
     ),
+    # a poster's own words for output that loops: the text is the fault, not a crash
+    rule(
+        r"\b(?:infinite|endless|never[- ]ending)\b[^.]{0,40}?\b(?:output|tokens?|characters?|"
+        r"text|repetition|loop)|\brepeat(?:s|ing|ed)?\b[^.]{0,30}?\b(?:the same|itself|"
+        r"endlessly|forever)\b|\bover and over\b",
+        C.GARBAGE_OUTPUT,
+        2.2,
+        name="message-output-loops",
+    ),
     # an allocation that names only what it was for: GPU buffers and the KV cache live on
     # the device; pinned memory and CPU buffers on the host
     rule(

@@ -155,6 +155,14 @@ RULES: tuple[Rule, ...] = (
         case=True,
         name="mpi-collective-frames",
     ),
+    # a debugger's thread dump stopped inside a collective: the ranks wait on each other
+    rule(
+        r"^#\d+ +0x[0-9a-f]+ in \S*(?:nccl\w*|Allgather\w*|AllReduce\w*|all_?reduce\w*|"
+        r"all_?gather\w*)",
+        C.DISTRIBUTED_FAILURE,
+        1.5,
+        name="thread-dump-in-collective",
+    ),
     rule(
         r"Gloo connectFullMesh failed|ProcessGroupGloo\S* .*(?:failed|error)",
         C.DISTRIBUTED_FAILURE,
