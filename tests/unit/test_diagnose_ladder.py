@@ -354,6 +354,23 @@ def test_healthy_engine_logs_raise_no_signal(name: str) -> None:
             "garbage_output",
         ),
         ("The model repeats the same sentence endlessly.", "garbage_output"),
+        ("Model is too large to fit in the available memory", "oom_gpu"),
+        (
+            "ERROR: Could not find a version that satisfies the requirement vllm==0.9.9",
+            "missing_dependency",
+        ),
+        (
+            "RuntimeError: CUDA error: too many resources requested for launch",
+            "unsupported_hardware",
+        ),
+        (
+            "ggml_cuda_compute_forward: ADD failed\nCUDA error: invalid configuration argument",
+            "runtime_crash",
+        ),
+        (
+            "Failed to start server: timeout waiting for server to become healthy",
+            "startup_timeout_or_hang",
+        ),
     ],
 )
 def test_general_signals_name_the_kind_of_failure(line: str, category: str) -> None:

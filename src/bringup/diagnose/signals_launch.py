@@ -214,7 +214,7 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"<\s*hangs?\b|\bhangs? (?:for|forever|at|after|indefinitely)|"
         r"\b(?:is|gets|got|stays?) stuck\b|Waiting for shard (?:\d+ )?to be ready|"
-        r"taken more than \d+s to initialize|timed out waiting for|"
+        r"taken more than \d+s to initialize|timed? ?out waiting for|"
         r"never (?:becomes|became) (?:ready|healthy)|"
         r"\b(?:hung|freezes|froze)\b (?:at|on|after|while|forever|for|here|indefinitely|up)\b|"
         r"blocked for more than \d+ seconds",
@@ -282,7 +282,9 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"\b(?:out of|runs? out of|ran out of|exhaust\w*) (?:GPU |device |video )?"
         r"(?:VRAM|memory)\b(?!: Kill)|"
-        r"\bgets? (?:an? )?OOM\b|\bOOM(?:s|ed)?\b(?![- ]?kill)",
+        r"\bgets? (?:an? )?OOM\b|\bOOM(?:s|ed)?\b(?![- ]?kill)|"
+        r"\b(?:too large|too big) to fit (?:in|into|on) (?:the )?(?:available )?(?:GPU |device )?"
+        r"(?:memory|VRAM)|\b(?:not enough|insufficient) (?:GPU |video )?(?:VRAM|GPU memory)",
         C.OOM_GPU,
         2.0,
         name="message-memory-ran-out",

@@ -127,7 +127,7 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"runner process (?:has terminated|no longer running)|"
         r"Shard \d+ failed to start|ShardCannotStart|Shard process was signaled|"
-        r"error trying to connect|Worker proc \S+ died unexpectedly|"
+        r"error trying to connect|Worker proc \S+ died unexpectedly|ChildFailedError|"
         r"worker (?:process )?died|process (?:exited|terminated) unexpectedly",
         C.RUNTIME_CRASH,
         1.5,
@@ -146,6 +146,33 @@ RULES: tuple[Rule, ...] = (
     ),
     # a bare assertion with no message: something the code assumed did not hold
     rule(r"^AssertionError\s*$", C.RUNTIME_CRASH, 1.5, case=True, name="bare-assertion"),
+    # a kernel launched with a shape or register count the code did not plan for: a bug
+    # in the kernel's launch, not a setting of the engine
+    rule(
+        r"invalid configuration argument|cudaErrorInvalidConfiguration",
+        C.RUNTIME_CRASH,
+        3.5,
+        name="kernel-launch-configuration",
+    ),
+    rule(
+        r"too many resources requested for launch|cudaErrorLaunchOutOfResources",
+        C.UNSUPPORTED_HARDWARE,
+        3,
+        "a kernel needs more registers or shared memory than this GPU has: a build or "
+        "backend for this GPU",
+        name="kernel-exceeds-gpu-resources",
+    ),
+    # pip could not install what the engine needs
+    rule(
+        r"Could not find a version that satisfies the requirement|"
+        r"No matching distribution found for|subprocess-exited-with-error|"
+        r"Failed building wheel for|Failed to build installable wheels",
+        C.MISSING_DEPENDENCY,
+        3.5,
+        "installing a package failed: install a release with wheels for this Python, "
+        "CUDA and PyTorch, or the build tools it needs",
+        name="pip-install-failed",
+    ),
     # native frames of an MPI collective in a crash dump: the ranks' communication failed
     rule(
         r"\blibmpi\.so|\bMPI_(?:Bcast|Allreduce|Allgather|Barrier|Recv|Send|Wait\w*)\b|"
