@@ -157,14 +157,16 @@ class RunRecorder:
         reused_from: str | None = None,
         node: str | None = None,
         node_fingerprint: dict[str, Any] | None = None,
-        node_fingerprint_key: str | None = None,
     ) -> None:
+        """``node``/``node_fingerprint``: where a placing executor ran the trial; the row's
+        fingerprint key is then that node's (derived here, never carried beside it)."""
+        finger = fp.fingerprint_key(node_fingerprint) if node_fingerprint else None
         self.store.save_trial(
             self.run_id,
             seq,
             result,
             cfg_key=key,
-            fingerprint_key=node_fingerprint_key or self.prep.fingerprint_key,
+            fingerprint_key=finger or self.prep.fingerprint_key,
             node=node,
             node_fingerprint=node_fingerprint,
             engine=self.prep.adapter.name,
@@ -244,11 +246,9 @@ class _RowSink:
 
     node: str | None = None  # where a placing executor ran it, once it says
     node_fingerprint: dict[str, Any] | None = None
-    node_fingerprint_key: str | None = None
 
-    def placed(self, node: str, fingerprint: dict[str, Any], fingerprint_key: str) -> None:
+    def placed(self, node: str, fingerprint: dict[str, Any]) -> None:
         self.node, self.node_fingerprint = node, fingerprint
-        self.node_fingerprint_key = fingerprint_key
 
     def stage(self, result: TrialResult, stage: Stage, message: str) -> None:
         self.rec.save(
@@ -258,7 +258,6 @@ class _RowSink:
             self.purpose,
             node=self.node,
             node_fingerprint=self.node_fingerprint,
-            node_fingerprint_key=self.node_fingerprint_key,
         )
         total, exact = self.total
         self.on_event(self.rec.event(self.job_seq, total, result, stage, message, exact))
@@ -275,7 +274,6 @@ class _RowSink:
             reused_from=prior_trial,
             node=self.node,
             node_fingerprint=self.node_fingerprint,
-            node_fingerprint_key=self.node_fingerprint_key,
         )
         total, exact = self.total
         event = self.rec.event(self.job_seq, total, result, result.stage, "reused", exact, True)

@@ -113,3 +113,32 @@ def test_secrets_never_reach_the_database(tmp_path: Path) -> None:
     for secret in (b"hf_abcdefsecret", b"sk-live-123456", b"sk-flag-999999"):
         assert secret not in raw
     assert r.command[-1] == "sk-live-123456", "the live command keeps what the engine needs"
+
+
+def test_a_placed_trial_is_saved_in_one_statement_and_keeps_its_node(tmp_path: Path) -> None:
+    store = Store(tmp_path / "b.db")
+    run_id = _run(store)
+    kw = dict(cfg_key="k", engine="llama.cpp", engine_version="1")
+    r = TrialResult(trial_id="t1", flags={"-fa": "on"})
+    writes: list[str] = []
+    store.db.set_trace_callback(writes.append)
+    store.save_trial(
+        run_id,
+        1,
+        r,
+        fingerprint_key="node-fp",
+        node="10.0.0.2/abcd",
+        node_fingerprint={"gpus": [{"name": "H200"}]},
+        **kw,  # type: ignore[arg-type]
+    )
+    store.db.set_trace_callback(None)
+    assert len(writes) == 1, writes
+    # a later save that names no node (a stage change drained before the result) keeps it
+    r.fail(Stage.READY, Category.INVALID_CONFIG, ["bad flag"], "drop it")
+    store.save_trial(run_id, 1, r, fingerprint_key="fp1", **kw)  # type: ignore[arg-type]
+    row = store.trials(run_id)[0]
+    assert row.node == "10.0.0.2/abcd"
+    assert row.fingerprint_key == "node-fp"
+    assert row.category is Category.INVALID_CONFIG
+    assert store.decided("k", "node-fp") is not None
+    assert store.decided("k", "fp1") is None

@@ -67,8 +67,7 @@ class _Placed:
     """What a task reports back besides the result."""
 
     node: str
-    fingerprint: dict[str, Any]
-    fingerprint_key: str
+    fingerprint: dict[str, Any]  # the row's fingerprint key is derived from it
 
 
 def _remote_trial(
@@ -94,7 +93,7 @@ def _remote_trial(
     adapter = get_engine(spec.engine.name)
     _version, finger = engine_fingerprint(spec, adapter)
     key = fp.fingerprint_key(finger)
-    placed = _Placed(_node_name(), finger, key)
+    placed = _Placed(_node_name(), finger)
     if key in decided:
         return decided[key], None, "reused", placed
 
@@ -252,7 +251,7 @@ class RayExecutor:
             result = TrialResult.model_validate_json(result_json)
             place = getattr(job.sink, "placed", None)
             if place is not None:
-                place(placed.node, placed.fingerprint, placed.fingerprint_key)
+                place(placed.node, placed.fingerprint)
             if reused is not None:
                 return reuse_verdict(job, result)
             job.sink.stage(result, result.stage, "done")

@@ -193,14 +193,17 @@ class Store:
         hidden = [*secrets, *secret_values(result.command, {}), *flag_secret_values(result.flags)]
         evidence = [redact_text(line, hidden) for line in (f.evidence if f else [])]
         flags = redact_flags(result.flags)
+        # one statement per save: the failure's rule (m006) and the node (m007) included. A
+        # save that names no node keeps the node and fingerprint key an earlier one recorded
         self.db.execute(
             "INSERT INTO trials (id, run_id, seq, config_key, fingerprint_key, engine,"
             " engine_version,"
             " purpose, flags_json, status, stage, category, evidence_json, remedy, detail,"
             " timings_json, metrics_json, checks_json, chosen_json, command_json, port, pid,"
             " log_path, note, reused_from, started, updated, host, health_path,"
-            " contention_json, transient)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+            " contention_json, transient, rule, confidence, implicated_json, node,"
+            " node_fingerprint_json)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
             " ON CONFLICT(id) DO UPDATE SET status=excluded.status, stage=excluded.stage,"
             " category=excluded.category, evidence_json=excluded.evidence_json,"
             " remedy=excluded.remedy, detail=excluded.detail, timings_json=excluded.timings_json,"
@@ -209,7 +212,13 @@ class Store:
             " port=excluded.port, pid=excluded.pid, log_path=excluded.log_path,"
             " note=excluded.note, updated=excluded.updated, host=excluded.host,"
             " health_path=excluded.health_path, contention_json=excluded.contention_json,"
-            " transient=excluded.transient",
+            " transient=excluded.transient, rule=excluded.rule,"
+            " confidence=excluded.confidence, implicated_json=excluded.implicated_json,"
+            " fingerprint_key=CASE WHEN excluded.node IS NULL THEN trials.fingerprint_key"
+            " ELSE excluded.fingerprint_key END,"
+            " node=COALESCE(excluded.node, trials.node),"
+            " node_fingerprint_json=CASE WHEN excluded.node IS NULL"
+            " THEN trials.node_fingerprint_json ELSE excluded.node_fingerprint_json END",
             (
                 result.trial_id,
                 run_id,
@@ -242,28 +251,13 @@ class Store:
                 result.health_path,
                 json.dumps({k: c.model_dump() for k, c in result.contention.items()}),
                 int(bool(f and f.transient)),
-            ),
-        )
-        # how the failure was decided (migration m006)
-        self.db.execute(
-            "UPDATE trials SET rule=?, confidence=?, implicated_json=? WHERE id=?",
-            (
                 f.rule if f else None,
                 f.confidence if f else None,
                 json.dumps(f.flags if f else []),
-                result.trial_id,
+                node,
+                json.dumps(node_fingerprint) if node is not None and node_fingerprint else None,
             ),
         )
-        if node is not None:  # migration m007
-            self.db.execute(
-                "UPDATE trials SET node=?, node_fingerprint_json=?, fingerprint_key=? WHERE id=?",
-                (
-                    node,
-                    json.dumps(node_fingerprint) if node_fingerprint else None,
-                    fingerprint_key,
-                    result.trial_id,
-                ),
-            )
 
     def decided(self, cfg_key: str, fingerprint_key: str) -> TrialResult | None:
         """The latest passed/failed verdict for this configuration on this fingerprint.

@@ -24,6 +24,7 @@ from typing import Any
 from bringup.errors import BringupError
 from bringup.fingerprint import fingerprint_key, hardware_label
 from bringup.store.db import DECIDED, Store
+from bringup.store.rows import TrialRow
 from bringup.verdict import Category, Stage, Status
 
 FORMAT = "bringup-verdicts"
@@ -42,18 +43,20 @@ class ImportSummary:
     run_id: str | None  # the imported run's id (None: nothing added)
 
 
-def _seen(row: dict[str, Any]) -> str:
+def _seen(row: TrialRow) -> str:
     """Where a verdict was decided, for the citation of a reuse."""
-    place = row["node"] or "the driver host"
-    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(row["updated"]))
-    return f"{place} in run {row['run_id']} at {when}"
+    place = row.node or "the driver host"
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(row.updated))
+    return f"{place} in run {row.run_id} at {when}"
 
 
 def export_verdicts(store: Store, path: Path) -> int:
     """Write every decided verdict of ``store`` to ``path`` (JSON); return how many."""
+    # the fingerprint a verdict was decided on: its node's, else its run's (read by
+    # TrialRow.from_row, which decodes every column the way the rest of bringup reads it)
     rows = store.db.execute(
-        "SELECT t.*, COALESCE(t.node_fingerprint_json, r.fingerprint_json) AS fp_json,"
-        " r.status AS run_status, r.spec_path AS run_source"
+        "SELECT t.*, COALESCE(t.node_fingerprint_json, r.fingerprint_json) AS fingerprint_json,"
+        " r.status AS run_status"
         " FROM trials t JOIN runs r ON r.id = t.run_id"
         " WHERE t.status IN (?,?) AND t.reused_from IS NULL AND t.transient = 0"
         " ORDER BY t.updated",
@@ -62,35 +65,36 @@ def export_verdicts(store: Store, path: Path) -> int:
     host = socket.gethostname()
     verdicts = []
     for r in rows:
-        fp = json.loads(r["fp_json"] or "{}")
+        row = TrialRow.from_row(r)
+        fp = row.fingerprint
         imported = r["run_status"] == IMPORTED
         verdicts.append(
             {
-                "trial_id": r["id"],
-                "config_key": r["config_key"],
-                "fingerprint_key": r["fingerprint_key"],
+                "trial_id": row.id,
+                "config_key": row.config_key,
+                "fingerprint_key": row.fingerprint_key,
                 "fingerprint": fp,
                 "hardware": hardware_label(fp) if fp else None,
                 "gpu_architecture": _architecture(fp),
-                "engine": r["engine"],
-                "engine_version": r["engine_version"],
-                "flags": json.loads(r["flags_json"]),
-                "status": r["status"],
-                "stage": r["stage"],
-                "category": r["category"],
-                "rule": r["rule"],
-                "confidence": r["confidence"],
-                "implicated": json.loads(r["implicated_json"] or "[]"),
-                "evidence": json.loads(r["evidence_json"] or "[]"),
-                "remedy": r["remedy"],
-                "detail": r["detail"],
-                "metrics": json.loads(r["metrics_json"] or "{}"),
-                "chosen": json.loads(r["chosen_json"] or "{}"),
-                "command": json.loads(r["command_json"] or "[]"),
-                "purpose": r["purpose"],
+                "engine": row.engine,
+                "engine_version": row.engine_version,
+                "flags": row.flags,
+                "status": row.status.value,
+                "stage": row.stage.value,
+                "category": row.category.value if row.category else None,
+                "rule": row.rule,
+                "confidence": row.confidence,
+                "implicated": row.implicated,
+                "evidence": row.evidence,
+                "remedy": row.remedy,
+                "detail": row.detail,
+                "metrics": row.metrics,
+                "chosen": row.chosen,
+                "command": row.command,
+                "purpose": row.purpose,
                 # an imported verdict keeps the place it was first seen
-                "seen": _first_seen(r["note"]) if imported else f"{host}: {_seen(dict(r))}",
-                "decided_at": r["updated"],
+                "seen": _first_seen(row.note) if imported else f"{host}: {_seen(row)}",
+                "decided_at": row.updated,
             }
         )
     doc = {
