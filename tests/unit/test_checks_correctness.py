@@ -48,18 +48,36 @@ class Fake:
     status: int = 200
     health_status: int = 200
     prompts: list[str] = field(default_factory=list)
+    # a streamed answer's events (default: the answer in pieces of up to 5 characters)
+    events: Callable[[str], list[str]] = lambda text: [
+        text[i : i + 5] for i in range(0, len(text), 5)
+    ]
+    finish: bool = True  # a stream ends with a finish reason and [DONE]
+    streams: int = 0
 
 
 @pytest.fixture
 async def fake() -> AsyncIterator[Fake]:
     state = Fake()
 
-    async def completions(request: web.Request) -> web.Response:
+    async def completions(request: web.Request) -> web.StreamResponse:
         body = await request.json()
         state.prompts.append(body["prompt"])
         if state.status != 200:
             return web.json_response({"error": {"message": "CUDA error"}}, status=state.status)
         text, n, reason = state.answer(body["prompt"])
+        if body.get("stream"):
+            state.streams += 1
+            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await resp.prepare(request)
+            for piece in state.events(text):
+                event = {"choices": [{"text": piece, "index": 0, "finish_reason": None}]}
+                await resp.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+            if state.finish:
+                end = {"choices": [{"text": "", "index": 0, "finish_reason": reason}]}
+                await resp.write(b"data: " + json.dumps(end).encode() + b"\n\ndata: [DONE]\n\n")
+            await resp.write_eof()
+            return resp
         return web.json_response(
             {
                 "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": reason}],
@@ -140,6 +158,81 @@ class Level:
     value: float
     samples: list[str]
     errors: dict[str, int] = field(default_factory=dict)
+
+
+async def test_streamed_text_equal_to_the_answer_passes_whatever_the_event_sizes(
+    fake: Fake, spec: Spec
+) -> None:
+    # several tokens per event is legitimate: only the assembled text is compared
+    fake.events = lambda text: [text[:1], text[1:30], text[30:]]
+    async with OpenAIClient(fake.url) as c:
+        report = await run_correctness(c, spec)
+    assert report.passed, report.evidence
+    stream = [r for r in report.results if r.name.startswith("stream-")]
+    assert fake.streams == 1 and len(stream) == 1 and stream[0].output == PROSE
+
+
+async def test_a_stream_dropping_every_third_event_is_a_wrong_answer(
+    fake: Fake, spec: Spec
+) -> None:
+    def dropping(text: str) -> list[str]:
+        pieces = [text[i : i + 5] for i in range(0, len(text), 5)]
+        return [p for i, p in enumerate(pieces) if i % 3 != 2]
+
+    fake.events = dropping
+    async with OpenAIClient(fake.url) as c:
+        report = await run_correctness(c, spec)
+    assert not report.passed and report.category is Category.WRONG_ANSWER
+    (line,) = report.evidence
+    # the prompt is named, and the first differing offset: " a process t|hat" against
+    # " a process t|urns", the third event (" that") being the dropped one
+    assert line.startswith("free-text-1: the streamed answer to prompt 'The history of")
+    assert "from character 12 on" in line
+    assert "streamed ' a process turns ligto chemica" in line
+    assert "non-streamed ' a process that turns" in line
+
+
+async def test_an_unfinished_stream_fails(fake: Fake, spec: Spec) -> None:
+    fake.finish = False
+    async with OpenAIClient(fake.url) as c:
+        report = await run_correctness(c, spec)
+    assert not report.passed and report.category is Category.WRONG_ANSWER
+    assert "ended badly (incomplete)" in report.evidence[0]
+
+
+async def test_a_stream_that_equals_the_re_asked_answer_passes(fake: Fake, spec: Spec) -> None:
+    # greedy answers that part once the prompt is cached: the stream agrees with the re-ask
+    asked = {"n": 0}
+    cached = PROSE[:40] + " other words"
+
+    def answer(prompt: str) -> tuple[str, int, str]:
+        if prompt in GOOD:
+            return GOOD[prompt], 5, "length"
+        asked["n"] += 1
+        return (PROSE if asked["n"] == 1 else cached), 5, "length"
+
+    fake.answer = answer
+    async with OpenAIClient(fake.url) as c:
+        report = await run_correctness(c, spec)
+    assert report.passed, report.evidence
+    assert asked["n"] == 3  # the first answer, the stream, the re-ask
+    assert any("re-asked non-streamed answer" in e for e in report.evidence)
+
+
+async def test_a_stream_that_fails_is_a_runtime_crash_with_its_kind(fake: Fake, spec: Spec) -> None:
+    answered = {"n": 0}
+    plain = fake.answer
+
+    def answer(prompt: str) -> tuple[str, int, str]:
+        answered["n"] += 1
+        return plain(prompt)
+
+    fake.answer = answer
+    fake.events = lambda text: (_ for _ in ()).throw(RuntimeError("boom"))
+    async with OpenAIClient(fake.url) as c:
+        report = await run_correctness(c, spec)
+    assert not report.passed and report.category is Category.RUNTIME_CRASH
+    assert report.failure_kind != "other"
 
 
 def test_under_load_names_the_concurrency_where_garbage_began() -> None:

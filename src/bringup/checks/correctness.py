@@ -1,14 +1,16 @@
 """The ``correct`` stage and the under-load re-check.
 
 ``run_correctness(client, spec)`` asks every known answer greedily, plus a few longer free
-generations for the garbage detectors, and returns a :class:`CheckReport`: each result
-with prompt, output, expectation and pass/fail; ``passed``; a ``category``
-(``garbage_output`` before ``wrong_answer``, since garbage explains wrong answers;
-``runtime_crash`` when the server stopped answering) and evidence lines that quote the
-output and name the detector. ``check_under_load(levels)`` runs the detectors over the
-benchmark's sampled outputs per concurrency level (against their idle answers when known)
-and names the level where garbage or request errors began. Results are data; nothing here
-raises for a bad server.
+generations for the garbage detectors, then streams those free generations, whose text
+must be the non-streamed text (:mod:`bringup.checks.stream_text`). It returns a
+:class:`CheckReport`: each result with prompt, output, expectation and pass/fail;
+``passed``; a ``category`` (``garbage_output`` before ``wrong_answer``, since garbage
+explains wrong answers; a streamed text that is not the non-streamed one is
+``wrong_answer``; ``runtime_crash`` when the server stopped answering) and evidence lines
+that quote the output and name the detector. ``check_under_load(levels)`` runs the
+detectors over the benchmark's sampled outputs per concurrency level (against their idle
+answers when known) and names the level where garbage or request errors began. Results
+are data; nothing here raises for a bad server.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any, Protocol
 from bringup.checks.garbage import GarbageFinding, detect_first_token_stops, detect_garbage, quote
 from bringup.checks.known_answers import KnownAnswer, accuracy_prompts_for, suite_for
 from bringup.checks.load_answers import judge_sentinels
+from bringup.checks.stream_text import Asked, StreamOutcome, check_streams
 from bringup.http import OpenAIClient, RequestError
 from bringup.server.progress import request_failure_kind
 from bringup.spec import Spec
@@ -121,12 +124,43 @@ async def run_correctness(client: OpenAIClient, spec: Spec) -> CheckReport:
         results.append(res)
         if finding:
             garbage.append(f"{ka.name}: {finding.evidence()}")
+    free: list[CheckResult] = []
     for i, prompt in enumerate(accuracy_prompts_for(spec)[:FREE_TEXT_PROMPTS]):
         res, finding = await _ask(client, f"free-text-{i + 1}", prompt, FREE_TEXT_TOKENS, None)
         results.append(res)
+        free.append(res)
         if finding:
             garbage.append(f"{res.name}: {finding.evidence()}")
-    return judge_results(results, garbage)
+    report = judge_results(results, garbage)
+    if not report.passed:
+        return report
+    # the longest answers give a streaming path the most events to get wrong
+    asked = [Asked(r.name, r.prompt, r.output, FREE_TEXT_TOKENS) for r in free]
+    return judge_streams(report, await check_streams(client, asked))
+
+
+def judge_streams(report: CheckReport, outcomes: Sequence[StreamOutcome]) -> CheckReport:
+    """A passed report, failed where a streamed answer is not the non-streamed one
+    (``wrong_answer``) or a streamed request got no answer (``runtime_crash``)."""
+    for o in outcomes:
+        report.results.append(
+            CheckResult(
+                name=f"stream-{o.name}",
+                prompt=o.prompt,
+                output=o.streamed,
+                expectation="the non-streamed greedy answer",
+                passed=o.matched,
+                error=o.error,
+                error_kind=o.error_kind,
+            )
+        )
+        if o.note:
+            report.evidence.append(o.note)
+        if o.error:
+            return CheckReport(False, Category.RUNTIME_CRASH, [o.error], report.results)
+        if o.evidence:
+            return CheckReport(False, Category.WRONG_ANSWER, [o.evidence], report.results)
+    return report
 
 
 def judge_results(results: list[CheckResult], garbage: list[str]) -> CheckReport:

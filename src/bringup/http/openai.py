@@ -1,7 +1,8 @@
 """The one OpenAI-compatible client: completions, health, model list, info endpoints.
 
 ``OpenAIClient`` speaks to llama-server, SGLang, vLLM and trtllm-serve alike: non-streaming
-``POST /v1/completions`` (greedy by default, with top log-probabilities), the health
+``POST /v1/completions`` (greedy by default, with top log-probabilities), the same request
+streamed and read whole (for checks that compare the two paths, not for timing), the health
 endpoint, and what ``/v1/models`` and ``/props`` say about the served model. Readiness,
 the port inspection, the probe, the checks and the benchmark's preparation all use it; the
 measured stream transport (:mod:`bringup.bench.stream_http`) is the one exception. An HTTP
@@ -153,23 +154,42 @@ class OpenAIClient:
         stop: list[str] | None = None,
     ) -> Completion:
         """One non-streaming text completion (not chat)."""
-        body: dict[str, Any] = {
-            "prompt": prompt,
-            "max_tokens": max_tokens,
-            "temperature": temperature,
-            "stream": False,
-        }
-        if logprobs is not None:
-            body["logprobs"] = logprobs
-        if model is not None:
-            body["model"] = model
-        if seed is not None:
-            body["seed"] = seed
-        if stop:
-            body["stop"] = stop
+        body = completion_body(
+            prompt, max_tokens, temperature, logprobs=logprobs, model=model, seed=seed, stop=stop
+        )
         start = time.perf_counter()
         payload = await self.post_json("/v1/completions", body)
         return parse_completion(payload, time.perf_counter() - start)
+
+    async def complete_payload(
+        self, prompt: str, *, max_tokens: int, model: str | None = None
+    ) -> tuple[Completion, dict[str, Any]]:
+        """A greedy non-streaming completion and the whole decoded answer, for the fields
+        beside the choice that some engines add (llama-server's ``timings``)."""
+        body = completion_body(prompt, max_tokens, 0.0, model=model)
+        start = time.perf_counter()
+        payload = await self.post_json("/v1/completions", body)
+        return parse_completion(payload, time.perf_counter() - start), payload
+
+    async def complete_streamed(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        model: str | None = None,
+        stop: list[str] | None = None,
+    ) -> bytes:
+        """The raw server-sent-events body of one streamed text completion, read to its end
+        (:func:`bringup.bench.parse_stream` assembles it); non-2xx raises RequestError."""
+        body = completion_body(prompt, max_tokens, temperature, model=model, stop=stop)
+        body["stream"] = True
+        status, raw = await self._request("POST", "/v1/completions", body)
+        if not 200 <= status < 300:
+            text = raw.decode("utf-8", "replace")
+            what = f"POST /v1/completions answered {status}: {text[:300]}"
+            raise RequestError(what, status, text)
+        return raw
 
     async def health(self, path: str = "/health") -> tuple[int, bytes]:
         """Status and body of the health endpoint; status 0 means no HTTP answer at all."""
@@ -186,6 +206,34 @@ class OpenAIClient:
         """llama-server's ``/props`` (model path, slots, build); None on other engines."""
         doc = await self.get_json("/props")
         return doc if isinstance(doc, dict) else None
+
+
+def completion_body(
+    prompt: str,
+    max_tokens: int,
+    temperature: float,
+    *,
+    logprobs: int | None = None,
+    model: str | None = None,
+    seed: int | None = None,
+    stop: list[str] | None = None,
+) -> dict[str, Any]:
+    """The ``/v1/completions`` request body (non-streaming; optional fields only when set)."""
+    body: dict[str, Any] = {
+        "prompt": prompt,
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "stream": False,
+    }
+    if logprobs is not None:
+        body["logprobs"] = logprobs
+    if model is not None:
+        body["model"] = model
+    if seed is not None:
+        body["seed"] = seed
+    if stop:
+        body["stop"] = stop
+    return body
 
 
 def json_or_none(raw: bytes) -> Any | None:

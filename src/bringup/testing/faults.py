@@ -161,12 +161,13 @@ class FaultProxy:
             if stalls and line.startswith(b"data:") and sent >= self.fault.events:
                 await asyncio.Event().wait()  # silent until the client gives up
             sent += line.startswith(b"data:")
-            if line.startswith(b"data:") and _has_content(line):
+            doc = _content_event(line) if line.startswith(b"data:") else None
+            if doc is not None:
                 content += 1
                 if self.fault.name == "stream_drop" and content % 3 == 0:
                     continue
                 if late and self.fault.name == "digits_after":
-                    line = _digits_line(line)
+                    line = _digits_line(doc)
                 if late and self.fault.name == "early_stop_after" and content > 1:
                     await resp.write(b"data: [DONE]\n\n")
                     break
@@ -208,24 +209,28 @@ def _corrupt_choice(choice: dict[str, object], fault: str) -> None:
     choice["finish_reason"] = "stop"
 
 
-def _has_content(line: bytes) -> bool:
+def _content_event(line: bytes) -> dict[str, object] | None:
+    """The decoded event of a ``data:`` line that carries text (None for any other line)."""
     payload = line[5:].strip()
     if payload == b"[DONE]":
-        return False
+        return None
     try:
         doc = json.loads(payload)
     except ValueError:
-        return False
-    for choice in doc.get("choices") or () if isinstance(doc, dict) else ():
+        return None
+    if not isinstance(doc, dict):
+        return None
+    for choice in doc.get("choices") or ():
         delta = choice.get("delta") or {}
         if choice.get("text") or (isinstance(delta, dict) and delta.get("content")):
-            return True
-    return False
+            return doc
+    return None
 
 
-def _digits_line(line: bytes) -> bytes:
-    doc = json.loads(line[5:].strip())
-    for choice in doc.get("choices") or ():
+def _digits_line(doc: dict[str, object]) -> bytes:
+    """An event's ``data:`` line with ``digits_after`` applied to its text."""
+    choices = doc.get("choices")
+    for choice in choices if isinstance(choices, list) else ():
         if isinstance(choice.get("text"), str):
             choice["text"] = choice["text"].translate(_NEXT_DIGIT)
         delta = choice.get("delta")

@@ -271,7 +271,8 @@ class _Connection(asyncio.Protocol):
         include = bool((req.get("stream_options") or {}).get("include_usage"))
         usage = cfg.usage == "last_chunk" or include
         if not req.get("stream"):
-            text = " ".join(_WORDS[i % len(_WORDS)] for i in range(tokens))
+            # a continuation, as streamed: each word after a space (the streams say the same)
+            text = "".join(" " + _WORDS[i % len(_WORDS)] for i in range(tokens))
             choice = {"index": 0, "finish_reason": "length"}
             choice |= (
                 {"message": {"role": "assistant", "content": text}} if chat else {"text": text}
