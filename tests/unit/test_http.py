@@ -10,8 +10,10 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from bringup.checks.stream_text import assemble
 from bringup.http import OpenAIClient, api_url, open_session, root_url, server_root
 from bringup.http.session import STALE
+from bringup.testing.fakeserver import FakeServer, FakeServerConfig
 
 
 @pytest.mark.parametrize("given", ["http://h:1", "http://h:1/", "http://h:1/v1", "http://h:1/v1/"])
@@ -74,3 +76,14 @@ async def test_a_shared_session_keeps_its_headers_and_stays_open() -> None:
                 assert resp.status == 200
     assert seen == ["Bearer sk-test", "Bearer sk-test"]
     assert isinstance(session, aiohttp.ClientSession) and session.closed
+
+
+async def test_a_streamed_completion_leaves_no_stale_connection_behind() -> None:
+    # llama-server closes a connection after its stream unannounced: the request after a
+    # streamed one must not be sent down that connection (it failed here before the fix)
+    fake = FakeServer(FakeServerConfig(event_rate=1000, close_after_stream=True))
+    async with fake as srv, OpenAIClient(srv.url) as c:
+        for _ in range(30):
+            text, broken = assemble(await c.complete_streamed("x", max_tokens=3))
+            plain = await c.complete("x", max_tokens=3)
+            assert broken is None and text == plain.text

@@ -90,10 +90,15 @@ class OpenAIClient:
         return self._session
 
     async def _request(
-        self, method: str, path: str, body: dict[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> tuple[int, bytes]:
+        url = root_url(self.base_url, path)
         try:
-            async with self._http().request(method, root_url(self.base_url, path), json=body) as r:
+            async with self._http().request(method, url, json=body, headers=headers) as r:
                 return r.status, await r.read()
         except TRANSPORT_ERRORS as exc:
             raise no_response(method, path, exc) from exc
@@ -184,7 +189,10 @@ class OpenAIClient:
         (:func:`bringup.bench.parse_stream` assembles it); non-2xx raises RequestError."""
         body = completion_body(prompt, max_tokens, temperature, model=model, stop=stop)
         body["stream"] = True
-        status, raw = await self._request("POST", "/v1/completions", body)
+        # llama-server closes a connection after its stream without saying so: a pooled
+        # connection reused after it would fail the next request; asked, it says so
+        close = {"Connection": "close"}
+        status, raw = await self._request("POST", "/v1/completions", body, headers=close)
         if not 200 <= status < 300:
             text = raw.decode("utf-8", "replace")
             what = f"POST /v1/completions answered {status}: {text[:300]}"

@@ -47,7 +47,9 @@ class FakeServerConfig:
     reject_fields: list[str] = field(default_factory=list)  # answer 400 when the body has one
     fail_every: int = 0  # answer 500 to every n-th completion request (0: never)
     drop_after_events: int = 0  # cut the connection after this many events (0: never)
-    close_after_stream: bool = False  # close after each stream, unannounced (llama-server)
+    # close after each stream, unannounced (llama-server); a request that asks for
+    # ``Connection: close`` is answered with that header, as llama-server's HTTP layer does
+    close_after_stream: bool = False
     # go silent mid-stream (connection open, /health 200) after this many events (0: never),
     # in every stream after the first stall_after_requests streams
     stall_after_events: int = 0
@@ -182,6 +184,7 @@ _HEAD_SSE = (
     b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
     b"Transfer-Encoding: chunked\r\n\r\n"
 )
+_HEAD_SSE_CLOSE = _HEAD_SSE[:-2] + b"Connection: close\r\n\r\n"
 
 
 class _Connection(asyncio.Protocol):
@@ -194,6 +197,7 @@ class _Connection(asyncio.Protocol):
         self.loop = asyncio.get_running_loop()
         self.received = 0.0  # when the latest bytes of a request came in
         self.arrival: float | None = None  # their kernel receive time, from StampedTransport
+        self.closing = False  # the request being answered asked for Connection: close
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
@@ -212,10 +216,13 @@ class _Connection(asyncio.Protocol):
                 return
             head = bytes(self.buf[:head_end]).decode("latin-1").split("\r\n")
             length = 0
+            self.closing = False
             for line in head[1:]:
                 name, _, value = line.partition(":")
                 if name.strip().lower() == "content-length":
                     length = int(value.strip())
+                elif name.strip().lower() == "connection":
+                    self.closing = value.strip().lower() == "close"
             if len(self.buf) < head_end + 4 + length:
                 return
             body = bytes(self.buf[head_end + 4 : head_end + 4 + length])
@@ -289,7 +296,7 @@ class _Connection(asyncio.Protocol):
             reply |= {"model": cfg.model, "choices": [choice], "usage": usage_obj}
             return self._reply(200, reply)
         assert self.transport is not None
-        self.transport.write(_HEAD_SSE)
+        self.transport.write(_HEAD_SSE_CLOSE if self.closing else _HEAD_SSE)
         stats.active += 1
         first = time.monotonic() + cfg.ttft_s
         self.stream = _Stream(self.server.new_id(), tokens, chat, usage, first, self.received)
@@ -356,7 +363,7 @@ class _Connection(asyncio.Protocol):
         out.append(b"data: [DONE]\n\n")
         transport.write(_chunk(b"".join(out)) + b"0\r\n\r\n")
         self._end_stream()
-        if cfg.close_after_stream:
+        if cfg.close_after_stream or self.closing:
             transport.close()
             return
         if self.buf:  # a request that arrived while streaming
