@@ -56,6 +56,7 @@ class LoadSensitive:
     # "loaded": other requests arrived within the last second (a wide window, so that a
     # busy test machine pausing the client for a moment does not make a request look idle)
     arrivals: list[float] = field(default_factory=list)
+    fillers: set[str] = field(default_factory=set)  # prompts of the background load
 
     def offset(self, rng: random.Random) -> float:
         t = time.monotonic()
@@ -75,6 +76,8 @@ async def serve() -> AsyncIterator[Callable[[LoadSensitive], asyncio.Future[str]
 
         async def completions(request: web.Request) -> web.Response:
             body = await request.json()
+            if "logprobs" not in body:  # the measured prompts ask for logprobs, fillers not
+                model.fillers.add(body["prompt"])
             off = model.offset(rng)
             await asyncio.sleep(0.005)  # the other streams' requests overlap this one
             last = body["prompt"].split()[-1][-1]
@@ -145,6 +148,20 @@ async def test_candidate_is_judged_against_the_reference_under_load_and_the_cont
     # without a control arm the same drift is recorded, never turned into a verdict
     unjudged, _ = await judge_under_load(ref_load, bad_load, s, None)
     assert unjudged.passed and not unjudged.judged
+
+
+async def test_the_reference_and_a_candidate_are_under_the_same_load(
+    serve: Callable[[LoadSensitive], asyncio.Future[str]],
+) -> None:
+    s = spec()
+    ref_model, cand_model = LoadSensitive(seed=1), LoadSensitive(seed=2)
+    ref_load = await _under_load(await serve(ref_model), s)
+    cand_load = await _under_load(await serve(cand_model), s, ref_load)
+    # the measured prompts are those the reference answered, and the fillers beside them
+    # the same prompts for both (the reference's load once used half as many)
+    assert cand_load.prompts == ref_load.prompts and len(ref_load.prompts) == 12
+    assert ref_model.fillers == cand_model.fillers == set(ref_load.prompts)
+    assert ref_load.meta["load_prompts"] == cand_load.meta["load_prompts"] == 12
 
 
 def test_a_control_differs_from_the_reference_only_in_control_flags() -> None:

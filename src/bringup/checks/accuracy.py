@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -259,15 +259,17 @@ async def compare_accuracy(
     client_for_reference_scoring: OpenAIClient | None = None,
     *,
     candidate_flags: Config | None = None,
+    limits: Mapping[str, float] | None = None,
 ) -> AccuracyReport:
     """Greedy agreement and log-probability drift of the candidate against the reference.
 
     With ``client_for_reference_scoring`` (a running reference server) the candidate's own
     answers are also scored by the reference: far less likely than the reference's own
     answers is garbage. With ``candidate_flags``, drift caused only by flags listed in
-    ``spec.checks.tolerate`` is reported but accepted.
+    ``spec.checks.tolerate`` is reported but accepted. ``limits`` replaces the spec's
+    thresholds it names (the paired comparison under load sets them from its noise floor).
     """
-    limits = _thresholds(spec)
+    limits = {**_thresholds(spec), **(limits or {})}
     per_prompt: list[dict[str, Any]] = []
     abs_means: list[float] = []
     signed_means: list[float] = []

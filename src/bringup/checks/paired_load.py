@@ -36,6 +36,7 @@ from bringup.checks.accuracy import (
     _thresholds,
     collect_answers,
     compare_accuracy,
+    reference_prompt_count,
 )
 from bringup.checks.known_answers import accuracy_prompts_for
 from bringup.http import OpenAIClient, RequestError
@@ -102,13 +103,19 @@ def load_streams(spec: Spec) -> int:
 async def answers_under_load(
     client: OpenAIClient, spec: Spec, reference: ReferenceAnswers | None = None
 ) -> ReferenceAnswers:
-    """The accuracy prompts answered beside ``load_streams - 1`` other requests."""
+    """The accuracy prompts answered beside ``load_streams - 1`` other requests.
+
+    The reference and a candidate are under one load: the same measured prompts (those the
+    reference answers, ``reference_prompt_count``), and the same fillers beside them."""
     streams = load_streams(spec)
+    measured = (
+        reference.prompts if reference else accuracy_prompts_for(spec, reference_prompt_count(spec))
+    )
     # the other streams ask the same prompts in another order: natural text, other lengths
-    fillers = list(reversed(reference.prompts if reference else accuracy_prompts_for(spec)))
+    fillers = list(reversed(measured))
     async with background_load(client, fillers, streams - 1, spec.checks.accuracy_tokens) as n:
         answers = await collect_answers(client, spec, reference=reference)
-    answers.meta = {"streams": streams, "load_requests": n[0]}
+    answers.meta = {"streams": streams, "load_requests": n[0], "load_prompts": len(fillers)}
     return answers
 
 
@@ -171,11 +178,8 @@ async def judge_under_load(
     """Candidate vs reference, both under load, judged against the control's floor."""
     streams = int(reference_load.meta.get("streams") or load_streams(spec))
     limits = limits_from(spec, floor) if floor else _thresholds(spec)
-    judged_spec = spec.model_copy(
-        update={"checks": spec.checks.model_copy(update=limits)}, deep=True
-    )
     acc = await compare_accuracy(
-        reference_load, candidate_load, judged_spec, candidate_flags=candidate_flags
+        reference_load, candidate_load, spec, candidate_flags=candidate_flags, limits=limits
     )
     at = f"under load ({streams} streams)"
     out = PairedLoadReport(streams, True, floor is not None, comparison=acc.to_dict(), floor=floor)
