@@ -131,3 +131,39 @@ def test_no_kv_cache_memory_from_the_real_log_is_gpu_memory() -> None:
     d = classify(text, engine="vllm", exit_code=1)
     assert d.category is Category.OOM_GPU
     assert not d.transient  # alone, the same line is this configuration's own verdict
+
+
+GRAPHS = FIX / "vllm026_h200_cuda_graphs.log"  # docs/gpu/vllm-h200-graphs/, trial t004
+FLEX_OOM = FIX / "vllm026_h200_flex_attention_oom.log"  # the same run, trial t006
+
+
+def test_cuda_graphs_and_their_capture_kinds_from_the_real_log() -> None:
+    chosen = VLLMAdapter().chosen(GRAPHS.read_text(encoding="utf-8"))
+    assert chosen["cuda_graphs"] == "on"
+    assert chosen["cudagraph_mode"] == "PIECEWISE+FULL"  # 0.26's FULL_AND_PIECEWISE
+    assert chosen["attention_backend"] == "FLASH_ATTN"
+    assert "cudagraph_mode" not in VLLMAdapter().chosen(REFERENCE.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    ("last_line", "phase"),
+    [
+        ("Compiling a graph for compile range", "compiling (torch.compile)"),
+        ("Capturing CUDA graphs (FULL)", "capturing CUDA graphs"),
+        ("Graph capturing finished", "capturing CUDA graphs"),
+    ],
+)
+def test_a_hang_in_compilation_or_capture_names_that_phase(last_line: str, phase: str) -> None:
+    lines = _lines(GRAPHS)
+    cut = next(i for i, line in enumerate(lines) if last_line in line)
+    reached, _ = stage_reached(lines[: cut + 1], "vllm")
+    assert reached is not None and reached.startswith(phase)
+
+
+def test_flex_attention_building_its_block_map_out_of_memory_is_gpu_memory() -> None:
+    d = classify(FLEX_OOM.read_text(encoding="utf-8"), engine="vllm", exit_code=1)
+    assert d.category is Category.OOM_GPU
+    assert not d.transient  # its own allocation, not another process's start-up
+    assert any("Tried to allocate 6.77 GiB" in e for e in d.evidence)
+    chosen = VLLMAdapter().chosen(FLEX_OOM.read_text(encoding="utf-8"))
+    assert chosen["attention_backend"] == "FLEX_ATTENTION"

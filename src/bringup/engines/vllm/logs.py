@@ -1,7 +1,10 @@
 """What vLLM's log says: the lines that mean start-up failed, and what it chose.
 
 ``read_chosen`` fills attention_backend, flash_attn_version, mla_prefill_backend,
-moe_backend, gemm_kernel, quant_method, kv_cache_dtype, dtype, quantization, cuda_graphs.
+moe_backend, gemm_kernel, quant_method, kv_cache_dtype, dtype, quantization, cuda_graphs and,
+where graphs were captured, cudagraph_mode: the kinds captured, in order (``PIECEWISE+FULL``
+for 0.26's default FULL_AND_PIECEWISE; the config line that names the mode is longer than
+the lines kept).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ _CHOSEN: list[Pattern] = [
     pattern("kv_cache_dtype", r"with config: .*\bkv_cache_dtype=(\w+)"),
 ]
 _GRAPHS_ON = re.compile(r"Graph capturing finished|Capturing CUDA graphs")
+_CAPTURE = re.compile(r"Capturing CUDA graphs \((\w+)\)")
 _GRAPHS_OFF = re.compile(r"Cudagraph is disabled|enforce_eager=True|CUDA graphs? (?:is )?disabled")
 
 
@@ -55,3 +59,6 @@ def read_chosen(lines: list[str], found: dict[str, str]) -> None:
         found["cuda_graphs"] = "off"
     elif any(_GRAPHS_ON.search(t) for t in lines):
         found["cuda_graphs"] = "on"
+        kinds = dict.fromkeys(m.group(1) for t in lines for m in _CAPTURE.finditer(t))
+        if kinds:
+            found["cudagraph_mode"] = "+".join(kinds)
