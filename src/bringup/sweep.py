@@ -21,7 +21,7 @@ from typing import Any
 from bringup import fingerprint as fp
 from bringup.builtin_models import resolve_builtin
 from bringup.checks import ReferenceAnswers
-from bringup.checks.paired_load import note_control
+from bringup.checks.paired_load import is_control, note_control
 from bringup.engines.base import EngineAdapter
 from bringup.engines.registry import get_engine
 from bringup.executors import Executor, LocalExecutor, TrialDone, TrialJob
@@ -300,9 +300,15 @@ async def run_sweep(
     if spec.checks.accuracy and not options.rerun:
         stored = store.reference(prep.fingerprint_key, ref_key)
         reference = ReferenceAnswers.from_dict(stored) if stored else None
-    # the accuracy gate needs the reference's answers before any candidate is judged
+    # the accuracy gate needs the reference's answers before any candidate is judged, and
+    # the paired check under load the control's floor
     steering = RetryTransient(
-        ReferenceFirst(planner, ref_config, spec.checks.accuracy and reference is None)
+        ReferenceFirst(
+            planner,
+            ref_config,
+            spec.checks.accuracy and reference is None,
+            control=control_first(spec, reference),
+        )
     )
     ref_decode: list[float] = []  # the reference's measured decode rate: sizes request timeouts
     runner = (executor or executor_for(spec, options))(rec, options)
@@ -395,6 +401,18 @@ async def run_sweep(
         prep.fingerprint,
         reused=reused,
     )
+
+
+def control_first(spec: Spec, reference: ReferenceAnswers | None) -> Config | None:
+    """The control to run right after the reference: the space's first relaunch of the
+    reference (``[checks] controls``), unless stored answers already carry its floor or the
+    floor would judge nothing (no accuracy gate)."""
+    if not spec.checks.accuracy or not spec.checks.controls:
+        return None
+    if reference is not None and (not spec.checks.paired_load or "load_floor" in reference.meta):
+        return None
+    ref = spec.reference_config()
+    return next((c for c in spec.configs() if is_control(c, ref, spec.checks.controls)), None)
 
 
 async def _stop_all(running: dict[asyncio.Task[TrialDone], TrialJob]) -> None:

@@ -180,6 +180,39 @@ def test_reference_first_runs_the_reference_before_a_grid_and_not_twice() -> Non
     assert len(configs) == len(set(configs)) == len(spec.configs())
 
 
+# the seed first in the space: in the grid's own order the control would come 19th
+CONTROLLED = SPEC.replace("accuracy = false", 'accuracy = true\ncontrols = ["--random-seed"]')
+CONTROLLED = CONTROLLED.replace("[space]", '[space]\n"--random-seed" = [0, 1]')
+
+
+def test_the_control_runs_alone_right_after_the_reference(tmp_path: Path) -> None:
+    spec = parse_spec(CONTROLLED)
+    fake = NewestFirst(width=3)
+    sweep(spec, tmp_path, fake)
+    ref, control = fake.started[0], fake.started[1]
+    assert ref.planned.config == spec.reference_config()
+    assert control.planned.config == {**spec.reference_config(), "--random-seed": 1}
+    # alone: nothing beside it, nothing started before it finished; and never launched a
+    # second time by the planner's own turn
+    assert fake.beside[control.index] == [] and fake.finished[:2] == [ref.index, control.index]
+    assert fake.beside[fake.started[2].index] == []
+    keys = [tuple(sorted(j.planned.config.items())) for j in fake.started]
+    assert keys.count(tuple(sorted(control.planned.config.items()))) == 1
+
+
+def test_no_control_is_forced_after_a_failed_reference() -> None:
+    spec = parse_spec(CONTROLLED)
+    control = {**spec.reference_config(), "--random-seed": 1}
+    steering = ReferenceFirst(GridPlanner(spec=spec), spec.reference_config(), True, control)
+    (ref,) = steering.ask(1)
+    r = TrialResult(trial_id="t1", flags=dict(ref.config))
+    steering.tell(ref, r.fail(Stage.LAUNCHING, Category.OOM_GPU, ["out of memory"]))
+    assert steering.control is None
+    # the planner's own order: its first configuration (the reference) is answered by the
+    # first look, its second is not the control
+    assert steering.ask(1)[0].config == spec.configs()[1] != control
+
+
 def test_one_budget_stops_every_planner_alike() -> None:
     spec = parse_spec(SPEC)
     for planner in (GridPlanner(spec=spec, budget=Budget(max_trials=4)),):
