@@ -120,6 +120,13 @@ class TrialResult(BaseModel):
     def passed(self) -> bool:
         return self.status is Status.PASSED
 
+    def interval(self, name: str) -> tuple[float, float] | None:
+        """The 95% interval the benchmark stored for metric ``name`` (over its repeats)."""
+        lo, hi = self.metrics.get(f"{name}_ci_lo"), self.metrics.get(f"{name}_ci_hi")
+        if isinstance(lo, int | float) and isinstance(hi, int | float):
+            return float(lo), float(hi)
+        return None
+
     def fail(
         self,
         stage: Stage,

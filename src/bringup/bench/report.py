@@ -30,7 +30,8 @@ _LATENCIES = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
 METRIC_NAMES = frozenset(
     {
         "output_tok_s", "input_tok_s", "requests_s", "error_rate", "decode_tok_s_single",
-        "decode_tok_s_p50", "output_tok_s_ci_lo", "output_tok_s_ci_hi", "queue_p99_ms",
+        "decode_tok_s_p50", "output_tok_s_ci_lo", "output_tok_s_ci_hi", "output_tok_s_ci_n",
+        "queue_p99_ms",
         "send_lateness_p99_ms",
         *(
             f"{name.removesuffix('_ms')}_{q}_ms"
@@ -147,6 +148,7 @@ class LevelResult:
         if ci is not None and ci.n > 1:
             out["output_tok_s_ci_lo"] = ci.lo
             out["output_tok_s_ci_hi"] = ci.hi
+            out["output_tok_s_ci_n"] = ci.n  # repeats behind it: the interval's t quantile
         return out
 
     def to_dict(self) -> dict[str, Any]:

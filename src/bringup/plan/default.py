@@ -195,15 +195,10 @@ class DefaultPlanner(SweepPlanner):
         noise = self.noise_floor
         rel = []
         for t in self._passing():
-            ci = t.result.metrics.get(f"{self._metric}_ci")
+            ci = t.result.interval(self._metric)
             value = t.result.metrics.get(self._metric)
-            if (
-                isinstance(ci, list | tuple)
-                and len(ci) == 2
-                and isinstance(value, int | float)
-                and value > 0
-            ):
-                rel.append((float(ci[1]) - float(ci[0])) / (2 * Z95 * float(value)))
+            if ci is not None and isinstance(value, int | float) and value > 0:
+                rel.append((ci[1] - ci[0]) / (2 * Z95 * float(value)))
         if rel:
             noise = max(noise, sorted(rel)[len(rel) // 2])
         return math.sqrt(noise**2 + self._model.residual_sd**2)

@@ -144,10 +144,8 @@ class _Pool:
         if n >= 2:
             half = t95(n - 1) * self.estimate(metric).se
             return mean - half, mean + half
-        ci = self.trials[0].metrics.get(f"{metric}_ci")
-        if isinstance(ci, list | tuple) and len(ci) == 2:
-            return float(ci[0]), float(ci[1])
-        return mean, mean
+        ci = self.trials[0].interval(metric)
+        return ci if ci is not None else (mean, mean)
 
     def estimate(self, metric: str) -> _Estimate:
         n = len(self.values)
@@ -155,9 +153,14 @@ class _Pool:
         if n >= 2:
             sd = statistics.stdev(self.values)
             return _Estimate(mean, sd / math.sqrt(n), n - 1)
-        ci = self.trials[0].metrics.get(f"{metric}_ci")
-        if isinstance(ci, list | tuple) and len(ci) == 2:
-            return _Estimate(mean, abs(float(ci[1]) - float(ci[0])) / (2 * _Z95), math.inf)
+        ci = self.trials[0].interval(metric)
+        if ci is not None:
+            # a t-interval over the launch's own repeats when their count is stored
+            repeats = self.trials[0].metrics.get(f"{metric}_ci_n")
+            if isinstance(repeats, int) and repeats >= 2:
+                half = abs(ci[1] - ci[0]) / 2
+                return _Estimate(mean, half / t95(repeats - 1), repeats - 1)
+            return _Estimate(mean, abs(ci[1] - ci[0]) / (2 * _Z95), math.inf)
         return _Estimate(mean, 0.0, math.inf)
 
     def optimistic(self) -> float:

@@ -101,7 +101,8 @@ def evaluate(
     """Simulate one trial of ``config``; noise is drawn from ``rng``.
 
     With ``repeats`` > 1 the benchmark runs that many times inside the trial and the
-    result carries ``output_tok_s_ci`` (a t-interval of the mean), as a real bench would.
+    result carries ``output_tok_s_ci_lo`` and ``_ci_hi`` (a t-interval of the mean), as a real
+    bench does.
     """
     t = world.timing
     result = TrialResult(trial_id=trial_id, flags=dict(config))
@@ -137,7 +138,9 @@ def evaluate(
     if len(draws) > 1:
         sd = math.sqrt(sum((d - tput) ** 2 for d in draws) / (len(draws) - 1))
         half = t95(len(draws) - 1) * sd / math.sqrt(len(draws))
-        result.metrics["output_tok_s_ci"] = [tput - half, tput + half]
+        result.metrics["output_tok_s_ci_lo"] = tput - half
+        result.metrics["output_tok_s_ci_hi"] = tput + half
+        result.metrics["output_tok_s_ci_n"] = len(draws)
     healthy_s += t.bench_s * bench_scale * (len(draws) - 1)
     result.timings = {"total": healthy_s}
     return SimTrial(result, healthy_s, launched=True)
