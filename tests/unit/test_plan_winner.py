@@ -206,4 +206,24 @@ def test_the_interval_a_real_benchmark_stores_reaches_the_winner() -> None:
             results[-1].metrics = dict(t["metrics"])
     w = choose_winner(results, spec)
     assert w is not None and w.trial_id.endswith("-t004")
-    assert "within noise" in w.reason and "t009" in w.reason
+    assert w.config["--seed"] == 0  # the launch with the reference's control value is named
+    assert "within noise" in w.reason
+
+
+def test_launches_that_differ_only_in_a_control_are_one_configuration() -> None:
+    raw: dict[str, Any] = {
+        "engine": {"name": "llamacpp"},
+        "model": {"path": "m.gguf"},
+        "space": {"--parallel": [1, 4], "--seed": [0, 1]},
+    }
+    a = passed("a", {"--parallel": 4, "--seed": 0}, 100.0)
+    b = passed("b", {"--parallel": 4, "--seed": 1}, 120.0)  # a lucky relaunch of a
+    c = passed("c", {"--parallel": 1, "--seed": 0}, 108.0)
+    alone = choose_winner([a, b, c], Spec.model_validate(raw))
+    assert alone is not None and alone.trial_id == "b"  # three single measurements
+    spec = Spec.model_validate({**raw, "checks": {"controls": ["--seed"]}})
+    w = choose_winner([a, b, c], spec)
+    # pooled, --parallel 4 is 110 with the launch-to-launch spread of a and b (df 1): no
+    # lead over c's 108 is proven, and c departs less from the reference
+    assert w is not None and w.trial_id == "c"
+    assert "within noise" in w.reason

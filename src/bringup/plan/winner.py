@@ -1,11 +1,13 @@
 """Choose the winning configuration, aware of measurement noise.
 
 Only passed trials that meet every ``[objective].require`` constraint compete. Trials of
-the same configuration are pooled; where a configuration has full-benchmark trials its
-short ones (``metrics["bench_scale"] < 1``) are ignored. Each configuration gets an
-interval: a t-interval over its repeats, else the trial's own ``<metric>_ci``, else the
-point. The best configuration is compared with each other by Welch's two-sample t-test
-(a repeat's standard error from its spread, a single trial's from its own CI); only
+the same configuration are pooled, and so are launches that differ only in ``[checks]
+controls`` (a seed under greedy decoding): they are repeats of one configuration. Where a
+configuration has full-benchmark trials its short ones (``metrics["bench_scale"] < 1``)
+are ignored. Each configuration gets an interval: a t-interval over its launches, else
+the trial's own interval over the repeats inside its launch, else the point. The best
+configuration is compared with each other by Welch's two-sample t-test (a repeat's
+standard error from its spread, a single trial's from its own CI); only
 those whose gap to the best is within that measured noise (not significant at 95%) tie
 with it, and among a tie the most conservative (fewest departures from the reference,
 most mature values) wins. The reason states the margin over the runner-up (or over the
@@ -34,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bringup.contention import CONTENDED_SHARE, benchmark_contention
-from bringup.plan.space import SearchSpace, flags_key
+from bringup.plan.space import SearchSpace, flags_key, same_value
 from bringup.spec import Spec
 from bringup.student import Z95 as _Z95
 from bringup.student import t95
@@ -175,8 +177,16 @@ class _Pool:
 
 
 def _pools(
-    results: Iterable[TrialResult], metric: str, require: list[str], larger: bool = True
+    results: Iterable[TrialResult],
+    metric: str,
+    require: list[str],
+    larger: bool = True,
+    controls: Iterable[str] = (),
 ) -> dict[Any, _Pool]:
+    """Passed trials pooled by configuration; ``controls`` (flags that cannot change the
+    answers or the speed, ``[checks] controls``) do not tell configurations apart, so two
+    launches that differ only in them are repeats of one configuration."""
+    ignored = set(controls)
     pools: dict[Any, _Pool] = {}
     for r in results:
         value = r.metrics.get(metric)
@@ -185,7 +195,7 @@ def _pools(
         if requirement_failures(r.metrics, require):
             continue
         scale = float(r.metrics.get("bench_scale", 1.0))
-        key = flags_key(r.flags)
+        key = flags_key({k: v for k, v in r.flags.items() if k not in ignored})
         pool = pools.get(key)
         if pool is None or scale > pool.scale:
             pools[key] = _Pool([r], [float(value)], scale, larger)
@@ -198,7 +208,7 @@ def _pools(
 def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
     """The best passed configuration meeting the requirements, or None when none does."""
     metric, larger = objective_name(spec)
-    pools = _pools(results, metric, spec.objective.require, larger)
+    pools = _pools(results, metric, spec.objective.require, larger, spec.checks.controls)
     if not pools:
         return None
     quietest = min(p.taken for p in pools.values())
@@ -214,7 +224,15 @@ def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
     if tied:
         group = [best, *tied]
         chosen = min(group, key=lambda p: (*space.risk(p.trials[0].flags), -sign * p.mean))
-    trial = max(chosen.trials, key=lambda t: sign * float(t.metrics[metric]))
+    # the launch named is one with the reference's control values where the pool has one
+    reference = space.reference
+    trial = max(
+        chosen.trials,
+        key=lambda t: (
+            all(same_value(t.flags.get(c), reference.get(c)) for c in spec.checks.controls),
+            sign * float(t.metrics[metric]),
+        ),
+    )
     value = chosen.mean
     unit = f"{metric} {value:.4g}"
     other = chosen if chosen is not best else (ranked[1] if len(ranked) > 1 else None)
