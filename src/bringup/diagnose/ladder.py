@@ -43,11 +43,23 @@ Garbage *output* (text that is the engine's answer, not its log) is read by
 
 from __future__ import annotations
 
-from bringup.diagnose import signals_launch, signals_model, signals_runtime
+from bringup.diagnose import (
+    signals_launch,
+    signals_model,
+    signals_platform,
+    signals_prose,
+    signals_runtime,
+)
 from bringup.diagnose.rule import RuleSet
 
 RULES = RuleSet(
     engine="ladder",
-    rules=(*signals_runtime.RULES, *signals_launch.RULES, *signals_model.RULES),
-    frame_rules=signals_launch.FRAME_RULES,
+    rules=(
+        *signals_runtime.RULES,
+        *signals_platform.RULES,
+        *signals_launch.RULES,
+        *signals_model.RULES,
+        *signals_prose.RULES,
+    ),
+    frame_rules=(*signals_launch.FRAME_RULES, *signals_platform.FRAME_RULES),
 )

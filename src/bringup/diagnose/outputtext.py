@@ -35,7 +35,7 @@ from bringup.diagnose.logtext import content, has_log_prefix
 Detector = Callable[[str, Sequence[str] | None], GarbageFinding | None]
 
 _FIELD = re.compile(
-    r"""(?:["'‘’“”](?:text|content|generated_text|output|response|completion)["'‘’“”]\s*:\s*|"""
+    r"""(?:["'‘’“”](?:text|content|generated_text|text_output|output_text|output|response|completion)["'‘’“”]\s*:\s*|"""
     r"""^(?:Output|Generated text|Generated|Response|Completion|Answer|Output generated)"""
     r"""(?: \[[^\]]*\])*\s*[:=]\s*)(?P<value>.*)$""",
     re.IGNORECASE,

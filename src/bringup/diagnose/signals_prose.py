@@ -1,0 +1,87 @@
+"""The ladder's last rung: the reporter's own words, when the log shows no engine signal.
+
+Many reports are prose around a partial log, or prose only ("it just hangs after loading",
+"outputs gibberish", "the GPU is not detected", "显存不足"). The words name the symptom a
+person saw, not its cause, so every rule here is a guess: its weight stays below the
+classifier's ``_CAUSE`` (2), which caps its confidence under 0.5, and any engine line that
+names a cause outweighs it. Word edges are written ``(?<![A-Za-z])`` rather than ``\\b``
+where text of other scripts may touch the word ("报错out of memory": Python counts CJK as
+word characters, so ``\\b`` finds no edge there).
+
+- a hang: hangs, stuck, freezes, deadlock, stops responding, no response, waits forever;
+- wrong text: gibberish, garbage, nonsense, repetitive, incorrect or bad outputs;
+- a crash: crashes, segfaults, dies, a blue screen, exits without an error;
+- no GPU: not detected, falls back to the CPU, CPU-only mode;
+- memory: "out of memory" touching other scripts, Chinese for VRAM (显存) or RAM (内存)
+  running short, and a process killed when its memory crossed a limit (the host's).
+
+Assembled with the other ``signals_*`` modules by :mod:`bringup.diagnose.ladder`.
+"""
+
+from __future__ import annotations
+
+from bringup.diagnose.rule import Rule, rule
+from bringup.verdict import Category as C
+
+_L, _R = r"(?<![A-Za-z])", r"(?![A-Za-z])"
+
+RULES: tuple[Rule, ...] = (
+    rule(
+        r"\b(?:hangs?|hanging|hung)\b(?! up\b)|\bstuck\b|\bfreez(?:es|ing)\b|\bdeadlock|"
+        r"\b(?:no|without) (?:any )?(?:response|log print)\b|"
+        r"\bstops? (?:responding|returning|generating)\b|\bnot responding\b|"
+        r"\btime(?:s|d)? out indefinitely\b|\binfinite(?:ly)? loading\b|"
+        r"\bwaiting (?:forever|indefinitely)\b|\bnever (?:reaches|returns|finishes)\b|"
+        r"卡住|卡死|无响应",
+        C.STARTUP_TIMEOUT_OR_HANG,
+        1.8,
+        "the report says the engine stopped making progress: give the log's last lines, "
+        "raise the start timeout if it is only slow",
+        name="reporter-says-hang",
+    ),
+    rule(
+        r"\b(?:gibberish|jibberish|garbled|nonsensical|incoherent|unsense)\b|"
+        r"\b(?:garbage|nonsense) (?:output|text|data|answers?)\b|"
+        r"\b(?:generates?|outputs?|returns?|texting|produces?) (?:\w+ )?(?:garbage|nonsense)\b|"
+        r"\b(?:outputs?|results?|answers?|responses?) (?:is |are )?(?:incorrect|wrong|bad|"
+        r"strange|weird|corrupted)\b|\b(?:incorrect|wrong|bad|strange|weird) "
+        r"(?:outputs?|results?|answers?|text)\b|\brepetit(?:ive|ion)\b|"
+        r"\brepeat(?:s|ing)? (?:one|a single) (?:char|character|word|token)|乱码",
+        C.GARBAGE_OUTPUT,
+        1.8,
+        name="reporter-says-wrong-text",
+    ),
+    rule(
+        r"\bcrash(?:es|ed|ing)?\b|\bcrush(?:es|ed)?\b|\bsegfaults?\b|\bblue screen\b|"
+        r"\bBSOD\b|\bexits? (?:without|with no) (?:any )?(?:error|message)|"
+        r"\bsilently exits?\b|\bthe process (?:exits|dies|died)\b",
+        C.RUNTIME_CRASH,
+        1.6,
+        name="reporter-says-crash",
+    ),
+    rule(
+        r"\b(?:not|n't|unable to|fails? to) (?:detect|recogni[sz]e)s? (?:my |the |any |a )?"
+        r"(?:NVIDIA |Nvdia |AMD )?GPUs?\b|"
+        r"\bGPUs? (?:is |are |was )?not (?:detected|found|recogni[sz]ed|visible)\b|"
+        r"\bfalls? back to (?:the )?CPU\b|\bCPU-only mode\b|"
+        r"\bno (?:compatible |NVIDIA |CUDA )?GPUs? (?:were |was )?(?:detected|discovered)",
+        C.MISSING_DEPENDENCY,
+        1.8,
+        "the engine did not find the GPU: check the driver and its libraries are installed "
+        "and visible to the engine (container runtime, device plugin)",
+        name="reporter-says-no-gpu",
+    ),
+    rule(
+        _L + r"out of memory" + _R + r"|显存不足|显存不够|爆显存|显存溢出",
+        C.OOM_GPU,
+        1.9,
+        name="reporter-says-vram-ran-out",
+    ),
+    rule(
+        r"内存不足|\bkilled by (?:Kubernetes|k8s|the kernel|the OOM|docker)\b|"
+        r"\bmemory limit\b[^.\n]{0,40}\bkilled\b",
+        C.OOM_HOST,
+        1.9,
+        name="reporter-says-host-memory-limit",
+    ),
+)
