@@ -173,3 +173,32 @@ async def test_a_stored_reference_with_no_spare_prompts_says_how_to_get_more(ask
     rep, _ = await judge_accuracy(None, ref, spec(4))  # type: ignore[arg-type]
     assert asked["calls"] == [(0, 4)] and not rep.passed
     assert rep.measured is not None and "accuracy_max_prompts" in rep.evidence[-1]
+
+
+GARBAGE = (["!"] * 30, [-0.01] * 30)
+
+
+async def test_garbage_no_clean_prompts_could_clear_is_not_measured_more(asked: Any) -> None:
+    # one garbage answer in the first 4 of a budget of 8: Wilson(1, 8) reaches far past 0.05
+    rows = [row(i) for i in range(8)]
+    ref = answers(rows)
+    asked["cand"] = answers([GARBAGE, *rows[1:]])
+    rep, got = await judge_accuracy(None, ref, spec(4))  # type: ignore[arg-type]
+    assert asked["calls"] == [(0, 4)] and len(got.prompts) == 4
+    assert not rep.passed and rep.category is Category.GARBAGE_OUTPUT
+    assert rep.evidence[0].startswith("inconclusive: garbage on 1 of 4 prompts")
+    assert "repeated_token" in rep.evidence[1]
+    assert rep.measured == rep.evidence[-1]
+    assert rep.measured.startswith("not measured more: garbage on 1 of 4 prompts fails")
+    assert "other 4 prompt(s)" in rep.measured and "with all 8 answered" in rep.measured
+
+
+async def test_garbage_a_large_budget_could_clear_is_measured_more(asked: Any) -> None:
+    # with 200 prompts to ask, one garbage answer among clean ones can pass the 0.05 limit
+    rows = [row(i) for i in range(200)]
+    ref = answers(rows)
+    asked["cand"] = answers([GARBAGE, *rows[1:]])
+    budget = spec(4, "accuracy_max_prompts = 200")
+    rep, _ = await judge_accuracy(None, ref, budget)  # type: ignore[arg-type]
+    assert asked["calls"][0] == (0, 4) and len(asked["calls"]) > 1
+    assert rep.measured is not None and not rep.measured.startswith("not measured more")
