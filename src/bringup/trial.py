@@ -29,7 +29,7 @@ from bringup.checks.accuracy_budget import judge_accuracy
 from bringup.checks.correctness import FREE_TEXT_TOKENS
 from bringup.checks.long_context import long_context_check
 from bringup.checks.paired_load import answers_under_load, judge_under_load
-from bringup.checks.speculative import speculative_check, speculative_flags
+from bringup.checks.speculative import metrics_text, speculative_check, speculative_flags
 from bringup.contention import ContentionMeter
 from bringup.diagnose import classify
 from bringup.engines.base import EngineAdapter
@@ -435,6 +435,10 @@ async def _checks_and_bench(
         if spec.checks.accuracy and (ctx.reference is not None or ctx.collect_reference):
             t0 = _enter(ctx, result, Stage.ACCURATE, "differential check against the reference")
             candidate_of = None if ctx.collect_reference else ctx.reference
+            speculative = candidate_of is not None and bool(speculative_flags(planned.config))
+            # the accurate stage's own answers are the speculative check's: acceptance is
+            # counted over their requests
+            before = await metrics_text(client) if speculative else ""
             if candidate_of is not None:  # asks more prompts while the verdict is inconclusive
                 acc, run.answers = await judge_accuracy(
                     client, candidate_of, spec, candidate_flags=planned.config
@@ -449,20 +453,22 @@ async def _checks_and_bench(
             else:
                 run.answers = await collect_answers(client, spec)
                 result.checks["accuracy"] = {"role": "reference"}
-            if spec.checks.paired_load and not result.failure:
-                await _paired_under_load(ctx, planned, run, client)
-            if (
-                ctx.reference is not None
-                and speculative_flags(planned.config)
-                and not result.failure
-            ):
+            if speculative and not result.failure:
+                assert ctx.reference is not None and run.answers is not None
                 sp = await speculative_check(
-                    client, ctx.reference, planned.config, spec.reference_config(), model
+                    client,
+                    ctx.reference,
+                    run.answers,
+                    planned.config,
+                    spec.reference_config(),
+                    before,
                 )
                 result.checks["speculative"] = sp.to_dict()
                 if not sp.passed:
                     assert sp.category is not None
                     result.fail(Stage.ACCURATE, sp.category, sp.evidence)
+            if spec.checks.paired_load and not result.failure:
+                await _paired_under_load(ctx, planned, run, client)
             result.timings["accurate_s"] = round(time.monotonic() - t0, 3)
             if result.failure:
                 return

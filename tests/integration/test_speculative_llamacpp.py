@@ -34,7 +34,11 @@ async def test_ngram_speculation_answers_like_plain_greedy_and_reports_acceptanc
         serve_llama(llama_server, gemma_path, tmp_path, "--spec-type", "ngram-simple") as url,
         OpenAIClient(url, timeout_s=300) as client,
     ):
-        rep = await speculative_check(client, reference, flags, {"--spec-type": "none"})
+        # the candidate's answers as the accurate stage asks them: greedy, with logprobs
+        # (llama-server drafts with logprobs asked too)
+        own = [await client.complete(p, max_tokens=24, logprobs=5) for p in PROMPTS]
+        answers = ReferenceAnswers(PROMPTS, 24, own)
+        rep = await speculative_check(client, reference, answers, flags, {"--spec-type": "none"})
     print(rep.to_dict())
     assert rep.judged and rep.passed, rep.evidence
     assert rep.identical == len(PROMPTS)

@@ -19,6 +19,7 @@ from bringup.http import Completion, OpenAIClient
 from bringup.verdict import Category
 
 REF_FLAGS = {"--flash-attn": "on", "--spec-type": "none"}
+seen: list[str] = []  # prompts the fake engine was asked
 PROMPTS = ["The capital of France is", "Two plus two is", "The sky is"]
 ANSWERS = [" Paris, a city", " four, always", " blue by day"]
 VLLM_BEFORE = """# TYPE vllm:spec_decode_num_drafts counter
@@ -44,9 +45,9 @@ def test_speculative_flags_are_named_and_off_values_are_not() -> None:
 
 
 def test_acceptance_from_llama_server_timings_and_vllm_counters() -> None:
-    acc = from_timings([{"timings": {"draft_n": 12, "draft_n_accepted": 9}}, {"timings": {}}])
+    acc = from_timings([{"draft_n": 12, "draft_n_accepted": 9}, {}])
     assert acc is not None and acc.rate == 0.75 and acc.source == "timings"
-    assert from_timings([{"timings": {"predicted_n": 8}}]) is None
+    assert from_timings([{"predicted_n": 8}]) is None
     after = VLLM_BEFORE.replace("10.0", "14.0").replace("40.0", "56.0").replace("30.0", "34.0")
     acc = from_metrics(VLLM_BEFORE, after)  # 16 drafted, 4 accepted over 4 steps
     assert acc is not None and acc.rate == 0.25 and acc.accept_len == 2.0
@@ -63,6 +64,7 @@ async def engine() -> AsyncIterator[Callable[[Callable[[str], str], int], Any]]:
     async def start(answer: Callable[[str], str], accepted: int) -> str:
         async def completions(request: web.Request) -> web.Response:
             body = await request.json()
+            seen.append(body["prompt"])
             timings = {"draft_n": 4, "draft_n_accepted": accepted}
             return web.json_response(
                 {"choices": [{"text": answer(body["prompt"])}], "timings": timings}
@@ -86,10 +88,18 @@ def _right(prompt: str) -> str:
     return ANSWERS[PROMPTS.index(prompt)]
 
 
+async def answered(client: OpenAIClient) -> ReferenceAnswers:
+    """The candidate's greedy answers, as the accurate stage asks them."""
+    return ReferenceAnswers(PROMPTS, 8, [await client.complete(p, max_tokens=8) for p in PROMPTS])
+
+
 async def test_identical_output_passes_and_acceptance_is_recorded(engine: Any) -> None:
     cand = REF_FLAGS | {"--spec-type": "ngram-mod"}
     async with OpenAIClient(await engine(_right, 3)) as client:
-        rep = await speculative_check(client, reference(), cand, REF_FLAGS)
+        own = await answered(client)
+        asked = len(seen)
+        rep = await speculative_check(client, reference(), own, cand, REF_FLAGS)
+    assert len(seen) == asked  # the accurate stage's answers: nothing asked again
     assert rep.passed and rep.judged and rep.identical == 3
     assert rep.metrics() == {"spec_acceptance_rate": 0.75}
     assert "3/3 answers identical" in rep.evidence[0] and "acceptance 0.750" in rep.evidence[0]
@@ -103,11 +113,12 @@ async def test_changed_greedy_output_fails_only_where_speculation_alone_differs(
 
     cand = REF_FLAGS | {"--spec-type": "ngram-mod"}
     async with OpenAIClient(await engine(wrong, 1)) as client:
-        rep = await speculative_check(client, reference(), cand, REF_FLAGS)
+        own = await answered(client)
+        rep = await speculative_check(client, reference(), own, cand, REF_FLAGS)
         assert not rep.passed and rep.category is Category.ACCURACY_REGRESSION
         assert "2/3 answers identical" in rep.evidence[0]
         assert "Lyon" in rep.evidence[1] and "Paris" in rep.evidence[1]
         # another flag differs as well: its drift is the accurate stage's to judge
         other = cand | {"--flash-attn": "off"}
-        rep = await speculative_check(client, reference(), other, REF_FLAGS)
+        rep = await speculative_check(client, reference(), own, other, REF_FLAGS)
     assert rep.passed and not rep.judged and "not judged" in rep.evidence[0]

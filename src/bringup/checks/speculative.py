@@ -4,9 +4,10 @@ Speculative decoding with greedy verification is lossless: a draft (a small mode
 MTP heads) proposes tokens, the target model keeps those it would have produced itself.
 So a configuration that turns it on must answer the accuracy prompts *token for token*
 like the reference does without it; a difference is a broken verification path, whatever
-the MAD check would tolerate. That verdict is drawn only where the candidate differs from
-the reference in speculative flags alone (other flags may move answers legitimately; their
-drift is the accurate stage's business).
+the MAD check would tolerate. The answers compared are those the accurate stage has just
+asked (greedy, at idle): nothing is asked twice. That verdict is drawn only where the
+candidate differs from the reference in speculative flags alone (other flags may move
+answers legitimately; their drift is the accurate stage's business).
 
 A collapse of acceptance leaves the text right and only makes serving slow (llama.cpp
 #26750: MTP acceptance 40.7% instead of about 92%), so the acceptance rate is measured
@@ -17,7 +18,8 @@ Sources, in order:
 
 - llama-server: each completion's ``timings.draft_n`` / ``timings.draft_n_accepted``;
 - vLLM: ``/metrics`` counters ``vllm:spec_decode_num_{drafts,draft_tokens,accepted_tokens}``,
-  as the difference across the check's requests;
+  as the difference across the accurate stage's requests (the caller reads ``/metrics``
+  with :func:`metrics_text` before them);
 - SGLang: the ``/metrics`` gauge ``sglang:spec_accept_length``.
 """
 
@@ -81,13 +83,13 @@ class Acceptance:
         }
 
 
-def from_timings(payloads: Sequence[Mapping[str, Any]]) -> Acceptance | None:
-    """llama-server's per-completion draft counts, summed (None when none were reported)."""
+def from_timings(timings: Sequence[Mapping[str, Any]]) -> Acceptance | None:
+    """llama-server's per-completion draft counts (each answer's ``timings``), summed
+    (None when none were reported)."""
     drafted = accepted = 0
     seen = False
-    for p in payloads:
-        t = p.get("timings")
-        if not isinstance(t, dict) or not isinstance(t.get("draft_n"), int):
+    for t in timings:
+        if not isinstance(t.get("draft_n"), int):
             continue
         seen = True
         drafted += int(t["draft_n"])
@@ -161,7 +163,8 @@ class SpeculativeReport:
         }
 
 
-async def _metrics_text(client: OpenAIClient) -> str:
+async def metrics_text(client: OpenAIClient) -> str:
+    """The engine's ``/metrics`` text (empty where it has none)."""
     answer = await client.answer("GET", "/metrics")
     return answer.body.decode("utf-8", "replace") if answer.status == 200 else ""
 
@@ -169,41 +172,31 @@ async def _metrics_text(client: OpenAIClient) -> str:
 async def speculative_check(
     client: OpenAIClient,
     reference: ReferenceAnswers,
+    answers: ReferenceAnswers,
     flags: Config,
     reference_flags: Config,
-    model: str | None = None,
+    metrics_before: str = "",
 ) -> SpeculativeReport:
-    """Ask the reference's prompts greedily; compare token for token; measure acceptance."""
+    """The candidate's greedy ``answers`` (the accurate stage's, to the reference's first
+    prompts) against the reference's, text for text; acceptance over those requests."""
     on = speculative_flags(flags)
-    rep = SpeculativeReport(on, prompts=len(reference.prompts))
+    rep = SpeculativeReport(on, prompts=len(answers.prompts))
     rep.judged = not speculative_flags(reference_flags) and not (
         changed_flags(flags, reference_flags) - set(on)
     )
-    before = await _metrics_text(client)
-    payloads: list[dict[str, Any]] = []
     differ: list[str] = []
-    for prompt, ref in zip(reference.prompts, reference.answers, strict=True):
-        body: dict[str, Any] = {
-            "prompt": prompt,
-            "max_tokens": reference.max_tokens,
-            "temperature": 0.0,
-            "stream": False,
-        }
-        if model:
-            body["model"] = model
-        payload = await client.post_json("/v1/completions", body)
-        doc: dict[str, Any] = payload if isinstance(payload, dict) else {}
-        payloads.append(doc)
-        choice = (doc.get("choices") or [{}])[0]
-        text = str(choice.get("text") or "") if isinstance(choice, dict) else ""
-        if text == ref.text:
+    for prompt, ref, own in zip(answers.prompts, reference.answers, answers.answers, strict=False):
+        if own.text == ref.text:
             rep.identical += 1
         elif len(differ) < 3:
             differ.append(
-                f"prompt {quote(prompt, 50)}: with {_label(on)} {quote(text)}, "
+                f"prompt {quote(prompt, 50)}: with {_label(on)} {quote(own.text)}, "
                 f"the reference's greedy answer {quote(ref.text)}"
             )
-    rep.acceptance = from_timings(payloads) or from_metrics(before, await _metrics_text(client))
+    timings = [a.timings for a in answers.answers]
+    rep.acceptance = from_timings(timings) or from_metrics(
+        metrics_before, await metrics_text(client)
+    )
     seen = f"{rep.identical}/{rep.prompts} answers identical to non-speculative greedy"
     measured = _measured(rep.acceptance)
     if rep.judged and rep.identical < rep.prompts:

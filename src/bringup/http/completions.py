@@ -25,6 +25,9 @@ class Completion:
     finish_reason: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     elapsed_s: float = 0.0
+    # what the engine says of this request beside the choice (llama-server's draft counts);
+    # per request, so never stored with the answers
+    timings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def completion_tokens(self) -> int:
@@ -101,6 +104,7 @@ def parse_completion(payload: Any, elapsed_s: float = 0.0) -> Completion:
         raise RequestError(f"completion choice has no text: {str(choice)[:200]}")
     tokens, lps, tops = parse_logprobs(choice.get("logprobs"))
     usage = payload.get("usage")
+    timings = payload.get("timings")
     return Completion(
         text=text,
         tokens=tokens,
@@ -109,4 +113,5 @@ def parse_completion(payload: Any, elapsed_s: float = 0.0) -> Completion:
         finish_reason=choice.get("finish_reason"),
         usage=usage if isinstance(usage, dict) else {},
         elapsed_s=elapsed_s,
+        timings=timings if isinstance(timings, dict) else {},
     )

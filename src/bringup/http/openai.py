@@ -166,16 +166,6 @@ class OpenAIClient:
         payload = await self.post_json("/v1/completions", body)
         return parse_completion(payload, time.perf_counter() - start)
 
-    async def complete_payload(
-        self, prompt: str, *, max_tokens: int, model: str | None = None
-    ) -> tuple[Completion, dict[str, Any]]:
-        """A greedy non-streaming completion and the whole decoded answer, for the fields
-        beside the choice that some engines add (llama-server's ``timings``)."""
-        body = completion_body(prompt, max_tokens, 0.0, model=model)
-        start = time.perf_counter()
-        payload = await self.post_json("/v1/completions", body)
-        return parse_completion(payload, time.perf_counter() - start), payload
-
     async def complete_streamed(
         self,
         prompt: str,
