@@ -138,8 +138,11 @@ async def test_a_slow_first_token_while_the_engine_computes_is_waited_for() -> N
 
 
 async def test_a_silent_engine_is_a_stall_and_a_busy_one_only_slow_at_the_bound() -> None:
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    code = "print('up', flush=True)\nimport time; time.sleep(120)"
+    sleeper = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
+        # the interpreter's own start-up is CPU too: judge only what comes after it
+        assert sleeper.stdout is not None and sleeper.stdout.readline() == "up\n"
         watch = StallWatch(gap_s=1.0, first_s=1.0, pid=sleeper.pid)
         with pytest.raises(StallError) as stuck:
             await _answered_after(60.0, watch)
