@@ -182,3 +182,22 @@ async def test_tokens_on_other_streams_excuse_a_queued_request_not_a_dropped_one
     finally:
         other.set_result(200)
         await asyncio.gather(feeder, streaming)
+
+
+async def test_a_stream_that_ends_empty_forgets_itself_not_an_equal_neighbour() -> None:
+    # two streams with no body yet have equal reads ([] == []): ending one must not drop
+    # the other, whose own end then found nothing to remove (a ValueError ended the bench)
+    watch = StallWatch(gap_s=30.0, first_s=30.0)
+    loop = asyncio.get_running_loop()
+    first, second = loop.create_future(), loop.create_future()
+    mine: list[tuple[float, bytes]] = []
+    theirs: list[tuple[float, bytes]] = []
+    waiting = asyncio.ensure_future(await_progress(first, mine, watch))
+    ending = asyncio.ensure_future(await_progress(second, theirs, watch))
+    await asyncio.sleep(0)
+    second.set_result(503)
+    assert await ending == 503
+    assert watch.streams.active == [mine] and watch.streams.active[0] is mine
+    mine.append((now(), b"data: {}\n\n"))
+    first.set_result(200)
+    assert await waiting == 200 and watch.streams.active == []

@@ -66,6 +66,10 @@ class _Streams:
     def __reduce__(self) -> tuple[type[_Streams], tuple[()]]:
         return (_Streams, ())
 
+    def discard(self, reads: Reads) -> None:
+        """Forget this stream; by identity: two streams' reads may be equal (both empty)."""
+        self.active = [r for r in self.active if r is not reads]
+
     def others_since(self, mine: Reads, since: float) -> int:
         return sum(1 for r in self.active if r is not mine and r and r[-1][0] > since)
 
@@ -166,7 +170,7 @@ async def await_progress(
                 raise StallError(silent, limit, bool(reads), slow=working)
             grace_until = now() + limit
     finally:
-        watch.streams.active.remove(reads)
+        watch.streams.discard(reads)
 
 
 async def _working(
