@@ -167,7 +167,13 @@ class RayExecutor:
                     f"cannot reach the Ray cluster at {address}: start it with `ray start "
                     "--head` or give the right --address / RAY_ADDRESS"
                 ) from exc
-        self._board = ray.remote(num_cpus=0)(_Board).remote()
+        # the board lives beside the driver that drains it: placed anywhere, it takes the
+        # worker a node is starting (one at a time) and that node's first trial waits for
+        # a second one (measured: 3.6 s from submission to start, 2.0 s with it here)
+        beside_driver = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
+            ray.get_runtime_context().get_node_id(), soft=True
+        )
+        self._board = ray.remote(num_cpus=0, scheduling_strategy=beside_driver)(_Board).remote()
         self._remote = ray.remote(max_retries=0)(_remote_trial)
         self._capacity = self._fit()
 

@@ -23,6 +23,10 @@ from bringup.server.process import EngineProcess, describe_exit
 from bringup.verdict import Category, Failure, Stage
 
 TICK_S = 0.05
+# the longest wait between health polls: a not-yet-ready poll costs one local request, while
+# a ready engine seen a whole second late costs every trial that second (engines that log
+# no ready line are noticed only by polling)
+MAX_POLL_S = 0.25
 FATAL_SETTLE_S = 0.5  # after a fatal line, let the rest of a traceback reach the log
 
 
@@ -135,7 +139,7 @@ async def wait_ready(
                 state, last_health = await _poll(health, path, adapter)
                 if state is HealthState.READY:
                     return ReadyOutcome(True, time.monotonic() - start, last_health=last_health)
-                backoff = min(backoff * 1.5, 1.0)
+                backoff = min(backoff * 1.5, MAX_POLL_S)
                 next_poll = time.monotonic() + backoff
             await asyncio.sleep(TICK_S)
 

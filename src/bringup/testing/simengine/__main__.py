@@ -16,6 +16,8 @@ import os
 import re
 import signal
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
 from bringup.errors import BringupError
@@ -63,6 +65,19 @@ def _take(flags: dict[str, Any], names: tuple[str, ...]) -> Any:
     return found
 
 
+def _launched() -> float | None:
+    """When this process started (wall clock), to the clock tick. Read from its age in
+    /proc: psutil's create_time adds the boot time, which the kernel gives to the whole
+    second, so a start-up timed from it could be up to a second short. None off Linux."""
+    try:
+        after_name = Path("/proc/self/stat").read_text(encoding="ascii").rsplit(")", 1)[1]
+        started_s = int(after_name.split()[19]) / os.sysconf("SC_CLK_TCK")  # field 22
+        uptime_s = float(Path("/proc/uptime").read_text(encoding="ascii").split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return time.time() - max(0.0, uptime_s - started_s)
+
+
 def build(argv: list[str]) -> tuple[World, SimEngine] | int:
     flags, positionals = parse_argv(argv)
     world_path = flags.pop("--world", None) or os.environ.get("BRINGUP_SIM_WORLD")
@@ -92,7 +107,7 @@ def build(argv: list[str]) -> tuple[World, SimEngine] | int:
     if world.flags.unknown == "ignore":
         flags = {k: v for k, v in flags.items() if world.accepts(k)}
     name = str(served or model or world.world.model)
-    return world, SimEngine(world, flags, host, port, name, speed)
+    return world, SimEngine(world, flags, host, port, name, speed, _launched())
 
 
 async def _serve(engine: SimEngine) -> int:

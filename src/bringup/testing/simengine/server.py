@@ -34,6 +34,7 @@ class SimEngine:
         port: int,
         model: str,
         speed: float = 1.0,
+        launched: float | None = None,
     ) -> None:
         self.world = world
         self.config = config
@@ -45,7 +46,10 @@ class SimEngine:
         self.ready = False
         self.active = 0
         self.served = 0
-        self.started = time.time()
+        # simulated time counts from the launch (``launched``: the process's start), as a
+        # real engine's start-up does: the simulator's own imports are no part of the
+        # simulated start-up, so a busy CPU does not lengthen a fixed simulated duration
+        self.started = time.time() if launched is None else min(launched, time.time())
         self._runner: web.AppRunner | None = None
 
     # ---- lifecycle ---------------------------------------------------------------------
