@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +55,8 @@ class Fake:
         text[i : i + 5] for i in range(0, len(text), 5)
     ]
     finish: bool = True  # a stream ends with a finish reason and [DONE]
+    stall: bool = False  # a stream goes silent after its first event, connection open
+    resume: asyncio.Event = field(default_factory=asyncio.Event)  # ...until this is set
     streams: int = 0
 
 
@@ -73,6 +77,8 @@ async def fake() -> AsyncIterator[Fake]:
             for piece in state.events(text):
                 event = {"choices": [{"text": piece, "index": 0, "finish_reason": None}]}
                 await resp.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+                if state.stall:
+                    await state.resume.wait()
             if state.finish:
                 end = {"choices": [{"text": "", "index": 0, "finish_reason": reason}]}
                 await resp.write(b"data: " + json.dumps(end).encode() + b"\n\ndata: [DONE]\n\n")
@@ -190,6 +196,21 @@ async def test_a_stream_dropping_every_third_event_is_a_wrong_answer(
     assert "from character 12 on" in line
     assert "streamed ' a process turns ligto chemica" in line
     assert "non-streamed ' a process that turns" in line
+
+
+async def test_a_stream_gone_silent_is_a_timeout_long_before_the_session_timeout(
+    fake: Fake, spec: Spec
+) -> None:
+    fake.stall = True
+    started = time.monotonic()
+    async with OpenAIClient(fake.url, timeout_s=300) as c:
+        report = await run_correctness(c, spec)
+    took = time.monotonic() - started
+    fake.resume.set()  # the server's handler may end (the client has long given up)
+    assert not report.passed and report.category is Category.RUNTIME_CRASH
+    assert report.failure_kind == "timeout"  # the trial's progress sampler judges it
+    assert "did not finish within 5.0s" in report.evidence[0]
+    assert took < 120  # bounded by the stall floor (5 s), not the session's 300 s
 
 
 async def test_an_unfinished_stream_fails(fake: Fake, spec: Spec) -> None:

@@ -135,7 +135,7 @@ async def run_correctness(client: OpenAIClient, spec: Spec) -> CheckReport:
     if not report.passed:
         return report
     # the longest answers give a streaming path the most events to get wrong
-    asked = [Asked(r.name, r.prompt, r.output, FREE_TEXT_TOKENS) for r in free]
+    asked = [Asked(r.name, r.prompt, r.output, FREE_TEXT_TOKENS, r.elapsed_s) for r in free]
     return judge_streams(report, await check_streams(client, asked))
 
 

@@ -18,6 +18,11 @@ ends unfinished (neither ``[DONE]`` nor a finish reason) or carries an error eve
 the same way; a request that gets no answer is left to the caller's no-answer verdict
 (``error`` and ``error_kind`` on its result).
 
+A streamed request is given :data:`~bringup.bench.stall.FACTOR` times the time the same
+request took non-streamed (at least :data:`~bringup.bench.stall.FLOOR_S`): a stream that
+goes silent is a timeout there, judged by the caller's progress sampler (slow or stuck),
+not after the session's whole request timeout.
+
 Cost: one streamed request per free-text prompt (and one more only on a mismatch).
 """
 
@@ -27,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bringup.bench.records import RequestRecord, parse_stream
+from bringup.bench.stall import FACTOR, FLOOR_S
 from bringup.checks.garbage import quote
 from bringup.checks.load_answers import shared_prefix
 from bringup.http import OpenAIClient, RequestError
@@ -41,6 +47,7 @@ class Asked:
     prompt: str
     answer: str
     max_tokens: int
+    elapsed_s: float = 0.0  # how long the non-streamed request took
 
 
 @dataclass
@@ -77,10 +84,21 @@ def parted(answer: str, streamed: str, prompt: str, name: str) -> str:
 async def check_stream(client: OpenAIClient, asked: Asked) -> StreamOutcome:
     """Stream ``asked.prompt`` greedily and compare its text with ``asked.answer``."""
     out = StreamOutcome(asked.name, asked.prompt, "", matched=False)
+    # the same request streamed takes about as long: a stream silent far beyond that is
+    # stuck (the benchmark's stall factor and floor), not worth the session's whole timeout
+    limit = max(FLOOR_S, FACTOR * asked.elapsed_s)
     try:
-        body = await client.complete_streamed(asked.prompt, max_tokens=asked.max_tokens)
+        body = await client.complete_streamed(
+            asked.prompt, max_tokens=asked.max_tokens, timeout_s=limit
+        )
     except RequestError as exc:
         out.error, out.error_kind = str(exc), request_failure_kind(exc)
+        if out.error_kind == "timeout":
+            out.error = (
+                f"{asked.name}: the streamed answer to prompt {quote(asked.prompt, 60)} did not "
+                f"finish within {limit:.1f}s ({FACTOR:g}x the {asked.elapsed_s:.2f}s the same "
+                f"request took non-streamed, at least {FLOOR_S:g}s): {exc}"
+            )
         return out
     out.streamed, broken = assemble(body)
     if broken is not None:

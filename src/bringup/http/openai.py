@@ -95,10 +95,15 @@ class OpenAIClient:
         path: str,
         body: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
+        timeout_s: float | None = None,
     ) -> tuple[int, bytes]:
         url = root_url(self.base_url, path)
+        session = self._http()
+        timeout = aiohttp.ClientTimeout(total=timeout_s) if timeout_s else session.timeout
         try:
-            async with self._http().request(method, url, json=body, headers=headers) as r:
+            async with session.request(
+                method, url, json=body, headers=headers, timeout=timeout
+            ) as r:
                 return r.status, await r.read()
         except TRANSPORT_ERRORS as exc:
             raise no_response(method, path, exc) from exc
@@ -174,15 +179,19 @@ class OpenAIClient:
         temperature: float = 0.0,
         model: str | None = None,
         stop: list[str] | None = None,
+        timeout_s: float | None = None,
     ) -> bytes:
         """The raw server-sent-events body of one streamed text completion, read to its end
-        (:func:`bringup.bench.parse_stream` assembles it); non-2xx raises RequestError."""
+        (:func:`bringup.bench.parse_stream` assembles it); non-2xx raises RequestError.
+        ``timeout_s`` bounds it instead of the session's timeout."""
         body = completion_body(prompt, max_tokens, temperature, model=model, stop=stop)
         body["stream"] = True
         # llama-server closes a connection after its stream without saying so: a pooled
         # connection reused after it would fail the next request; asked, it says so
         close = {"Connection": "close"}
-        status, raw = await self._request("POST", "/v1/completions", body, headers=close)
+        status, raw = await self._request(
+            "POST", "/v1/completions", body, headers=close, timeout_s=timeout_s
+        )
         if not 200 <= status < 300:
             text = raw.decode("utf-8", "replace")
             what = f"POST /v1/completions answered {status}: {text[:300]}"
