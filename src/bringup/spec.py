@@ -190,6 +190,9 @@ class PlanSpec(_Section):
     max_trials: int | None = Field(default=None, ge=1)
     max_wall_s: float | None = Field(default=None, gt=0)
     repeat_top: int = Field(default=0, ge=0)
+    # full measurements of one configuration the default planner takes at most while its
+    # lead is undecided (1: never measure again)
+    max_samples: int = Field(default=3, ge=1)
     halving: bool = False
     order: dict[str, list[FlagValue]] = Field(default_factory=dict)  # maturity order per flag
     memory_order: dict[str, list[FlagValue]] = Field(default_factory=dict)  # least hungry first

@@ -60,7 +60,9 @@ def test_a_hang_after_the_args_echo_blames_the_departure_not_every_flag_echoed()
     for echo in (VLLM_ECHO, SGLANG_ECHO):
         r = failed(config, Category.STARTUP_TIMEOUT_OR_HANG, [echo, "Capture cuda graph begin."])
         rule = rule_from(r, config, space(), [])
-        assert rule is not None and rule.combo == {"--attention-backend": "FLASHINFER"}, echo
+        # only the departure is blamed, in the context it failed in
+        assert rule is not None and rule.culprits == ("--attention-backend",), echo
+        assert rule.contextual and rule.combo == config, echo
 
 
 def test_the_failure_line_itself_still_names_its_flags() -> None:
@@ -95,3 +97,46 @@ def test_oom_with_a_memory_order_prunes_only_the_hungrier_direction() -> None:
     assert {c["--attention-backend"] for c in hit} == {"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN"}
     assert not rule.matches({**config, "--kv-cache-dtype": "fp8"}, s)
     assert not rule.matches({**config, "--max-num-seqs": 256}, s)
+
+
+def test_an_unexplained_drift_widens_to_what_two_failed_contexts_share() -> None:
+    from bringup.plan.pruning import widen
+
+    sp = space()
+    first: Config = {
+        "--attention-backend": "FLASH_ATTN",
+        "--kv-cache-dtype": "fp8",
+        "--max-num-seqs": 64,
+    }
+    second: Config = {**first, "--max-num-seqs": 512}
+    drift = ["mean |delta logprob| 0.210 vs reference (limit 0.100)"]
+    a = rule_from(failed(first, Category.ACCURACY_REGRESSION, drift), first, sp, [])
+    b = rule_from(failed(second, Category.ACCURACY_REGRESSION, drift), second, sp, [])
+    assert a is not None and b is not None and a.contextual and b.contextual
+    # one failure prunes only its own context: fp8 with another backend stays open
+    other_backend = {**first, "--attention-backend": "FLASHINFER"}
+    assert not a.matches(other_backend, sp)
+    wider = widen(b, [a], sp)
+    assert wider is not None
+    assert wider.combo == {"--attention-backend": "FLASH_ATTN", "--kv-cache-dtype": "fp8"}
+    assert wider.matches({**first, "--max-num-seqs": 256}, sp)
+    assert not wider.matches(other_backend, sp)
+    # a context-free cause named by the evidence prunes the value at once
+    named = ["ValueError: kv_cache_dtype fp8 is not supported"]
+    c = rule_from(failed(first, Category.RUNTIME_CRASH, named), first, sp, [])
+    assert c is not None and not c.contextual and c.combo == {"--kv-cache-dtype": "fp8"}
+
+
+def test_an_oom_with_a_16_bit_kv_cache_leaves_fp8_at_the_same_size_open() -> None:
+    sp = space()
+    config: Config = {
+        "--attention-backend": "FLASH_ATTN",
+        "--kv-cache-dtype": "auto",
+        "--max-num-seqs": 512,
+    }
+    oom = ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 6.00 GiB."]
+    rule = rule_from(failed(config, Category.OOM_GPU, oom), config, sp, [])
+    assert rule is not None
+    assert rule.matches({**config, "--attention-backend": "FLASHINFER"}, sp)
+    assert not rule.matches({**config, "--kv-cache-dtype": "fp8"}, sp)  # half the bytes
+    assert not rule.matches({**config, "--max-num-seqs": 256}, sp)

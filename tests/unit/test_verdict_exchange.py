@@ -31,7 +31,8 @@ OOM = (
 
 
 def _spec(tmp_path: Path) -> Path:
-    spec = sim_spec(tmp_path, space={"--max-batch": [1, 2, 3]})
+    # one measurement each: the exchange is about first looks, not repeats of the leader
+    spec = sim_spec(tmp_path, space={"--max-batch": [1, 2, 3]}, extra="[plan]\nmax_samples = 1\n")
     world = tmp_path / "world.toml"
     world.write_text(world.read_text(encoding="utf-8") + OOM, encoding="utf-8")
     return spec

@@ -164,6 +164,10 @@ class SweepPlanner:
         bound = max(1, min(total, limit) if limit else total)
         return bound, self.exact_total and not self.limits.max_wall_s
 
+    def observed(self) -> list[tuple[PlannedTrial, TrialResult]]:
+        """Every trial told back so far with its result, in the order they came."""
+        return list(self._observed)
+
     def best(self) -> Winner | None:
         """The winner among the results so far (short benchmarks count only where no full one)."""
         results = []

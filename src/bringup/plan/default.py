@@ -9,8 +9,10 @@
    the best measured one by more than the model's uncertainty (noise plus interactions),
    and skips configurations predicted to break ``[objective].require`` by a clear margin.
 4. With ``[plan].halving`` the exploration runs a short benchmark and the best third get the
-   full one; with ``[plan].repeat_top = k`` the best k are repeated so the winner can be
-   chosen with intervals (:mod:`bringup.plan.winner`).
+   full one. Then the best are measured again until the winner is decided, each up to
+   ``[plan].max_samples`` times (:mod:`bringup.plan.decide`; ``[plan].repeat_top = k``
+   gives the best k a second measurement first), and the winner is chosen with the
+   measured noise (:mod:`bringup.plan.winner`).
 Trials may be in flight together: a configuration handed out counts as tried, results are
 absorbed in whatever order they come, and halving and repeats wait for every result before
 them. Budgets (:class:`~bringup.plan.budget.Budget`, applied by the base class) end the search
@@ -24,8 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bringup.plan.base import WAIT, PlannedTrial, PlanSteps, Pruned, Purpose, SweepPlanner
+from bringup.plan.decide import decide_steps
 from bringup.plan.model import EffectModel
-from bringup.plan.pruning import PruneRule, rule_from
+from bringup.plan.pruning import PruneRule, rule_from, widen
 from bringup.plan.space import SearchSpace, flags_key
 from bringup.plan.winner import objective_name, requirement_failures
 from bringup.spec import Config
@@ -93,13 +96,14 @@ class DefaultPlanner(SweepPlanner):
             ):
                 yield PlannedTrial(config, "full_bench", 1.0)
             yield from self._drain()
-        for config in self._top(self.spec.plan.repeat_top, scale=1.0):
-            for _ in range(2):  # three samples give a usable t-interval
-                yield PlannedTrial(config, "repeat", 1.0)
+        first = self._top(self.spec.plan.repeat_top, scale=1.0)
+        added = yield from decide_steps(self, first, self.spec.plan.max_samples)
         yield from self._drain()
         best = self.best()
         if best is not None:
-            self.notes.append(f"winner {best.trial_id}: {best.reason}")
+            self.notes.append(
+                f"winner {best.trial_id}: {best.reason}" + (f"; {added}" if added else "")
+            )
 
     def observe(self, planned: PlannedTrial, result: TrialResult) -> None:
         self._absorb(planned.config, result, planned.bench_scale)
@@ -128,14 +132,18 @@ class DefaultPlanner(SweepPlanner):
         rule = rule_from(result, config, self._space, self.spec.checks.tolerate)
         if rule is None:
             return
+        wider = widen(rule, self.rules, self._space)
         self.rules.append(rule)
-        for key, cand in self._ranked:
-            if (
-                key not in self._tried_keys
-                and key not in self._pruned_keys
-                and rule.matches(cand, self._space)
-            ):
-                self._prune(cand, rule.by_trial, rule.reason)
+        for r in [rule] if wider is None else [rule, wider]:
+            if r is wider:
+                self.rules.append(r)
+            for key, cand in self._ranked:
+                if (
+                    key not in self._tried_keys
+                    and key not in self._pruned_keys
+                    and r.matches(cand, self._space)
+                ):
+                    self._prune(cand, r.by_trial, r.reason)
 
     def _prune(self, config: Config, by_trial: str | None, reason: str) -> None:
         key = flags_key(config)

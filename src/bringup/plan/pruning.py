@@ -23,8 +23,17 @@ left out before the evidence is read.
   the failed value, the other memory-ordered axes not lower.
 - ``accuracy_regression``: the culprit value(s), unless the flag is in ``[checks].tolerate``.
 - ``garbage_output``, ``wrong_answer``, ``runtime_crash``, ``startup_timeout_or_hang``,
-  ``model_incompatible``: the culprit value(s); with several departures and none named,
-  the configurations holding that whole combination.
+  ``model_incompatible``: the culprit value(s).
+
+Context: where a failure of ``accuracy_regression`` or of the categories just above names
+nothing (no diagnosis rule implicates a flag, the evidence names no flag or value), its
+cause may be any value *together with* the others present (fp8 KV drifting with one
+attention backend only), so the rule prunes the configuration's whole context: every
+other flag at the value it had. A second failure of the same category in a different
+context widens it (:func:`widen`) to what the two contexts share, down to the value alone
+once they share nothing else. Causes known to be context-free prune widely at once: a
+value the hardware cannot run or whose dependency is missing, a pair the engine refuses
+by name, a flag a diagnosis rule implicates.
 
 Only deterministic causes prune: a transient failure (``Failure.transient``: a request
 timed out or its connection dropped while the engine lived, ``slow_response`` and
@@ -69,6 +78,9 @@ class PruneRule:
     reason: str
     memory: dict[str, Any] = field(default_factory=dict)  # oom: the failed config, whole
     culprits: tuple[str, ...] = ()
+    # a failure that named nothing: its combo is the whole context it failed in
+    category: Category | None = None
+    contextual: bool = False
 
     def matches(self, config: Mapping[str, Any], space: SearchSpace) -> bool:
         if not self.memory:
@@ -163,6 +175,7 @@ def rule_from(
     )
     culprits = _culprits(named, list(dep))
     short = failure.headline()[:160]
+    unexplained = not named and cat in PINNED_CATEGORIES | {Category.ACCURACY_REGRESSION}
 
     def combo_of(flags: list[str]) -> dict[str, Any]:
         return {f: config[f] for f in flags}
@@ -194,10 +207,57 @@ def rule_from(
         if not blamed or len(blamed) < len(culprits):
             return None  # a tolerated flag may be the one drifting
         what = ", ".join(f"{f}={config[f]}" for f in blamed)
+        if unexplained:
+            return _in_context(config, blamed, result.trial_id, f"{what} drifts", cat)
         return PruneRule(combo_of(blamed), result.trial_id, f"{what} drifts from the reference")
     if cat in PINNED_CATEGORIES:
         if not culprits:
             return None
         what = ", ".join(f"{f}={config[f]}" for f in culprits)
+        if unexplained:
+            return _in_context(config, culprits, result.trial_id, f"{what}: {short}", cat)
         return PruneRule(combo_of(culprits), result.trial_id, f"{what}: {short}")
     return None
+
+
+def _in_context(
+    config: Mapping[str, Any], culprits: list[str], trial: str | None, what: str, cat: Category
+) -> PruneRule:
+    return PruneRule(
+        dict(config),
+        trial,
+        f"{what} (with the other values it failed with)",
+        culprits=tuple(culprits),
+        category=cat,
+        contextual=True,
+    )
+
+
+def widen(rule: PruneRule, earlier: list[PruneRule], space: SearchSpace) -> PruneRule | None:
+    """A wider rule from ``rule`` and an earlier contextual one of the same category: what
+    their two contexts share, when that still departs from the reference; else None."""
+    if not rule.contextual:
+        return None
+    best: dict[str, Any] | None = None
+    for old in earlier:
+        if not old.contextual or old.category is not rule.category or old.combo == rule.combo:
+            continue
+        shared = {
+            k: v for k, v in rule.combo.items() if k in old.combo and same_value(old.combo[k], v)
+        }
+        if not space.departures(shared) or len(shared) == len(rule.combo):
+            continue
+        if best is None or len(shared) < len(best):
+            best = shared
+    if best is None:
+        return None
+    what = ", ".join(f"{f}={v}" for f, v in best.items())
+    return PruneRule(
+        best,
+        rule.by_trial,
+        f"{what}: failed ({rule.category.value if rule.category else 'failure'}) in two "
+        "contexts that share only this",
+        culprits=tuple(best),
+        category=rule.category,
+        contextual=True,
+    )

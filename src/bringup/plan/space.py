@@ -11,6 +11,7 @@ Values compare by their text so a config read back from the store (JSON) still m
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,6 +57,27 @@ def _num_text(v: Any) -> str:
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
     return str(v)
+
+
+# KV-cache dtype flags (vLLM/SGLang --kv-cache-dtype, llama.cpp --cache-type-k/-v): their
+# values are ordered by the bytes a cached element takes without a declared memory_order.
+_KV_DTYPE_FLAG = re.compile(r"kv[-_]cache[-_]dtype|cache[-_]type[-_][kv]\b", re.IGNORECASE)
+_KV_BYTES = (
+    (re.compile(r"^(auto|bf16|bfloat16|fp16|f16|float16|half)$"), 2.0),
+    (re.compile(r"^(f32|fp32|float32)$"), 4.0),
+    (re.compile(r"fp8|int8|q8|e4m3|e5m2"), 1.0),
+    (re.compile(r"fp4|nvfp4|int4|q4|q5"), 0.5),
+)
+
+
+def kv_bytes(value: Any) -> float | None:
+    """Bytes per cached element of a KV-cache dtype value ("auto" is the model's 16-bit
+    dtype); None for a value not known here."""
+    text = str(value).strip().lower()
+    for pattern, size in _KV_BYTES:
+        if pattern.search(text):
+            return size
+    return None
 
 
 def numeric(value: Any) -> float | None:
@@ -118,8 +140,9 @@ class SearchSpace:
     def hunger(self, flag: str, value: Any) -> float | None:
         """Position of a value on its flag's memory scale (None: not ordered).
 
-        ``[plan].memory_order`` lists values least hungry first; otherwise numeric values
-        are their own scale (a larger fraction, batch, context or slot count needs more).
+        ``[plan].memory_order`` lists values least hungry first; otherwise a KV-cache dtype
+        is ordered by the bytes an element takes (:func:`kv_bytes`) and numeric values are
+        their own scale (a larger fraction, batch, context or slot count needs more).
         """
         declared = self.spec.plan.memory_order.get(flag)
         if declared:
@@ -127,6 +150,8 @@ class SearchSpace:
                 if same_value(v, value):
                     return float(i)
             return None
+        if _KV_DTYPE_FLAG.search(flag):
+            return kv_bytes(value)
         return numeric(value)
 
     def values(self, flag: str) -> list[FlagValue]:

@@ -5,15 +5,25 @@ the same configuration are pooled, and so are launches that differ only in ``[ch
 controls`` (a seed under greedy decoding): they are repeats of one configuration. Where a
 configuration has full-benchmark trials its short ones (``metrics["bench_scale"] < 1``)
 are ignored. Each configuration gets an interval: a t-interval over its launches, else
-the trial's own interval over the repeats inside its launch, else the point. The best
-configuration is compared with each other by Welch's two-sample t-test (a repeat's
-standard error from its spread, a single trial's from its own CI); only
-those whose gap to the best is within that measured noise (not significant at 95%) tie
-with it, and among a tie the most conservative (fewest departures from the reference,
-most mature values) wins. The reason states the margin over the runner-up (or over the
-chosen one) with its 95% uncertainty. Two single measurements without CIs cannot be
-compared; the reason says so and, where other configurations were repeated, how large
-the gap is against the run-to-run noise they showed.
+the trial's own interval over the repeats inside its launch, else the point. The
+machine's run-to-run noise is measured where any configuration ran more than once
+(:func:`run_noise`: the median relative sd of the repeated configurations): a
+single measurement's standard error is then at least that noise (a benchmark's own CI
+says how steady one run was, not how far the next launch lands). The best configuration
+is compared with each other by Welch's two-sample t-test (a repeat's standard error from
+its spread, a single trial's from its CI or the measured noise). Only those whose gap to
+the best is within the measured noise (smaller than one standard error of the
+difference) tie with it, and among a tie the most conservative (fewest departures from
+the reference, most mature values) wins; a larger gap keeps the best even when it is not
+significant at 95%.
+The best is the one with the highest mean less one standard error, so a configuration
+whose few measurements wander does not win on a lucky draw. A repeated configuration's
+standard error is its own spread moderated by the measured noise (counted as
+``PRIOR_DF`` more degrees of freedom). Those not significantly worse than the best (and
+not within ``EQUIVALENT`` of it for certain) are the winner's ``undecided``: what a
+planner measures again to decide. The reason states the margin over the runner-up (or
+over the chosen one) with its 95% uncertainty. Two single measurements with no CI and no
+measured noise cannot be compared; the reason says so.
 
 Contention: a benchmark taken while other processes took a larger share of the CPU than
 the quietest competing measurement ran slower than it would have beside it (never
@@ -50,6 +60,12 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
 }
 # A share taken beyond this says nothing a widened interval could still compare.
 _MAX_TAKEN = 0.9
+# A difference whose whole 95% interval lies within this share of the best's value cannot
+# matter for a deployment: measuring it further decides nothing worth deciding.
+EQUIVALENT = 0.01
+# Degrees of freedom the machine's measured noise counts for in a repeated configuration's
+# own standard error (a moderated variance).
+PRIOR_DF = 2
 
 
 @dataclass
@@ -63,6 +79,11 @@ class Winner:
     # the winner's lead over the runner-up (or the best's over the chosen one): the
     # difference of means and its 95% half-width; None when nothing was compared
     margin: tuple[float, float] | None = None
+    # configurations whose gap to the best-measured one is not yet decided (not significant,
+    # not surely within EQUIVALENT), closest first, with their measurement counts
+    undecided: list[tuple[dict[str, Any], int]] = field(default_factory=list)
+    leader: tuple[dict[str, Any], int] | None = None  # the best-measured one, its count
+    noise: tuple[float, int] | None = None  # measured run-to-run noise: relative sd, df
 
 
 @dataclass(frozen=True)
@@ -83,12 +104,23 @@ class _Gap:
     def significant(self) -> bool:
         return self.diff > self.half
 
+    @property
+    def within_noise(self) -> bool:
+        """The gap is smaller than one standard error of the difference."""
+        return self.t < 1.0
+
+    def equivalent(self, value: float) -> bool:
+        """The whole 95% interval of the gap lies within ``EQUIVALENT`` of ``value``."""
+        return self.half > 0 and abs(self.diff) + self.half <= EQUIVALENT * abs(value)
+
 
 def welch(a: _Estimate, b: _Estimate, diff: float) -> _Gap:
     """Welch's t for a difference ``diff`` of two means with their standard errors."""
     var = a.se**2 + b.se**2
     if var <= 0:
-        return _Gap(diff, 0.0, math.inf if diff > 0 else 0.0, math.inf)
+        return _Gap(
+            diff, 0.0, math.inf if diff > 0 else (0.0 if diff == 0 else -math.inf), math.inf
+        )
     # Welch-Satterthwaite; a side with infinite df contributes no term
     denom = sum(e.se**4 / e.df for e in (a, b) if e.se > 0 and not math.isinf(e.df))
     df = var**2 / denom if denom > 0 else math.inf
@@ -125,6 +157,7 @@ class _Pool:
     scale: float
     larger: bool = True
     excess: float = 0.0  # contention beyond the quietest competitor's (set by choose_winner)
+    noise: tuple[float, int] | None = None  # measured run-to-run noise (set by choose_winner)
 
     @property
     def taken(self) -> float:
@@ -153,17 +186,28 @@ class _Pool:
         n = len(self.values)
         mean = self.mean
         if n >= 2:
-            sd = statistics.stdev(self.values)
-            return _Estimate(mean, sd / math.sqrt(n), n - 1)
+            sd, df = statistics.stdev(self.values), float(n - 1)
+            if self.noise is not None:
+                # moderated: its own spread, steadied by the machine's noise counted as
+                # PRIOR_DF more degrees of freedom (two or three repeats say little alone)
+                prior = self.noise[0] * abs(mean)
+                sd = math.sqrt(((n - 1) * sd**2 + PRIOR_DF * prior**2) / (n - 1 + PRIOR_DF))
+                df += PRIOR_DF
+            return _Estimate(mean, sd / math.sqrt(n), df)
+        own = _Estimate(mean, 0.0, math.inf)
         ci = self.trials[0].interval(metric)
         if ci is not None:
             # a t-interval over the launch's own repeats when their count is stored
             repeats = self.trials[0].metrics.get(f"{metric}_ci_n")
             if isinstance(repeats, int) and repeats >= 2:
                 half = abs(ci[1] - ci[0]) / 2
-                return _Estimate(mean, half / t95(repeats - 1), repeats - 1)
-            return _Estimate(mean, abs(ci[1] - ci[0]) / (2 * _Z95), math.inf)
-        return _Estimate(mean, 0.0, math.inf)
+                own = _Estimate(mean, half / t95(repeats - 1), repeats - 1)
+            else:
+                own = _Estimate(mean, abs(ci[1] - ci[0]) / (2 * _Z95), math.inf)
+        # one launch's own interval says how steady it ran, not where the next launch lands
+        if self.noise is not None and self.noise[0] * abs(mean) > own.se:
+            return _Estimate(mean, self.noise[0] * abs(mean), self.noise[1])
+        return own
 
     def optimistic(self) -> float:
         """The mean as good as contention could have hidden (see the module docstring)."""
@@ -205,6 +249,24 @@ def _pools(
     return pools
 
 
+def run_noise(samples: Iterable[list[float]]) -> tuple[float, int] | None:
+    """The machine's run-to-run noise: the median relative sd of every sample set of two or
+    more values, with the degrees of freedom behind them; None when nothing was measured
+    twice. A median, so that one configuration that wanders (a noisy backend) does not
+    make every other look as noisy."""
+    cvs: list[float] = []
+    df = 0
+    for values in samples:
+        if len(values) < 2:
+            continue
+        mean = statistics.fmean(values)
+        if mean == 0:
+            continue
+        cvs.append(statistics.stdev(values) / abs(mean))
+        df += len(values) - 1
+    return (statistics.median(cvs), df) if cvs else None
+
+
 def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
     """The best passed configuration meeting the requirements, or None when none does."""
     metric, larger = objective_name(spec)
@@ -212,13 +274,24 @@ def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
     if not pools:
         return None
     quietest = min(p.taken for p in pools.values())
+    noise = run_noise(p.values for p in pools.values())
     for p in pools.values():
         p.excess = p.taken - quietest
+        p.noise = noise
     sign = 1.0 if larger else -1.0
-    ranked = sorted(pools.values(), key=lambda p: sign * p.mean, reverse=True)
+    # ranked by what each can be counted on for: its mean less one standard error, so a
+    # configuration whose few measurements wander does not lead on one lucky draw
+    ranked = sorted(
+        pools.values(), key=lambda p: sign * p.mean - p.estimate(metric).se, reverse=True
+    )
     best = ranked[0]
     gaps = {id(p): _gap(best, p, metric, sign) for p in ranked[1:]}
-    tied = [p for p in ranked[1:] if not gaps[id(p)].significant]
+    tied = [p for p in ranked[1:] if gaps[id(p)].within_noise]
+    undecided = sorted(
+        (p for p in ranked[1:] if not gaps[id(p)].significant),
+        key=lambda p: gaps[id(p)].t,
+    )
+    undecided = [p for p in undecided if not gaps[id(p)].equivalent(best.mean)]
     space = SearchSpace(spec)
     chosen = best
     if tied:
@@ -241,7 +314,7 @@ def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
     if chosen is best and not tied:
         reason = (f"highest {unit}" if larger else f"lowest {unit}") + lead
         if gap is not None and gap.half == 0:
-            reason += f" (single measurement; no interval to compare{_noise_note(ranked, gap)})"
+            reason += " (single measurements; no interval to compare, nothing measured twice)"
     elif chosen is best:
         reason = (
             f"best {unit}{lead}; within measured noise of {len(tied)} other(s) but it is also "
@@ -252,6 +325,8 @@ def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
             f"{metric} {best.mean:.4g} of {best.trials[0].trial_id} is within noise of "
             f"{value:.4g} here{lead}; chose the more conservative configuration"
         )
+    if noise is not None:
+        reason += f"; run-to-run noise {noise[0]:.1%} (sd) measured on repeats, df {noise[1]}"
     contended = _contention_note([best, *tied, *ranked[1:2]])
     if contended:
         reason += f"; {contended}"
@@ -264,6 +339,9 @@ def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
         reason=reason,
         contenders=contenders,
         margin=(gap.diff, gap.half) if gap is not None else None,
+        undecided=[(dict(p.trials[0].flags), len(p.values)) for p in undecided],
+        leader=(dict(best.trials[0].flags), len(best.values)),
+        noise=noise,
     )
 
 
@@ -279,16 +357,6 @@ def _describe(gap: _Gap, other: _Pool, metric: str) -> str:
         return f"(margin {gap.diff:+.4g} over {tid})"
     df = "inf" if math.isinf(gap.df) else f"{gap.df:.1f}"
     return f"(margin {gap.diff:+.4g} ± {gap.half:.3g} over {tid}, Welch t {gap.t:.2f}, df {df})"
-
-
-def _noise_note(ranked: list[_Pool], gap: _Gap) -> str:
-    """The gap against the run-to-run noise (relative sd) of the repeated configurations."""
-    cvs = [statistics.stdev(p.values) / p.mean for p in ranked if len(p.values) >= 2 and p.mean]
-    if not cvs:
-        return ""
-    noise = math.sqrt(sum(c * c for c in cvs) / len(cvs))
-    rel = abs(gap.diff) / ranked[0].mean if ranked[0].mean else 0.0
-    return f"; gap {rel:.1%} against run-to-run noise {noise:.1%} (sd) measured on repeats"
 
 
 def _contention_note(pools: list[_Pool]) -> str:

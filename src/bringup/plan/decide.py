@@ -1,0 +1,102 @@
+"""The default planner's last phase: measure again until the winner is decided.
+
+Exploration measures each configuration once. On a machine whose run-to-run noise is a few
+percent, a single lucky draw can then win, and two configurations a few percent apart
+cannot be told apart; this phase measures again where that could change the choice:
+
+1. ``[plan].repeat_top = k``: the best ``k`` first get a second measurement each.
+2. **Confirmation.** A leader other than the reference, measured once, with nothing
+   measured twice yet to say how noisy the machine is, is measured again: that both
+   checks the surprise and gives the first measured noise
+   (:func:`bringup.plan.winner.run_noise`). The reference leading is no surprise.
+3. **Until decided.** While the winner's ``undecided`` list (configurations the best one
+   is not significantly ahead of by Welch's test, and not surely within
+   :data:`~bringup.plan.winner.EQUIVALENT`) is not empty, the best-measured configuration
+   and the closest undecided one are measured again, each up to ``[plan].max_samples``
+   full measurements (and as many launches, since a repeat that fails adds none). The
+   phase stops when nothing is undecided or nothing undecided may be measured again; the
+   winner's own rule (:func:`~bringup.plan.winner.choose_winner`) then chooses.
+
+Repeats count against the sweep's budget like any trial. The phase returns one sentence
+saying what it added and why it stopped, for the winner's note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+from bringup.plan.base import WAIT, PlannedTrial, SweepPlanner
+from bringup.plan.space import SearchSpace, flags_key
+from bringup.spec import Config
+
+DecideSteps = Generator[PlannedTrial | None, None, str]
+
+
+def decide_steps(planner: SweepPlanner, first: list[Config], cap: int) -> DecideSteps:
+    """Repeats of ``first``, confirmation, then repeats until decided (module docstring)."""
+    launched: dict[Any, int] = {}
+    confirmed = 0
+    added = 0
+
+    def again(config: Config) -> PlannedTrial:
+        nonlocal added
+        added += 1
+        key = flags_key(config)
+        launched[key] = launched.get(key, 0) + 1
+        return PlannedTrial(dict(config), "repeat", 1.0)
+
+    def may(config: Config, samples: int) -> bool:
+        return samples < cap and launched.get(flags_key(config), 0) < cap
+
+    measured = _full_measurements(planner)
+    for config in first:
+        if measured.get(flags_key(config), 0) < 2:
+            yield again(config)
+    while planner.in_flight:
+        yield WAIT
+    why = "ranking decided"
+    while True:
+        winner = planner.best()
+        if winner is None or winner.leader is None:
+            break
+        leader, n_lead = winner.leader
+        picks: list[Config] = []
+        if winner.noise is None:
+            is_reference = not SearchSpace(planner.spec).departures(leader)
+            if n_lead == 1 and winner.margin is not None and not is_reference and may(leader, 1):
+                confirmed += 1
+                picks.append(leader)
+        elif winner.undecided:
+            if may(leader, n_lead):
+                picks.append(leader)
+            closest = next(((c, n) for c, n in winner.undecided if may(c, n)), None)
+            if closest is not None:
+                picks.append(closest[0])
+        if not picks:
+            if winner.undecided:
+                why = (
+                    f"still within noise at {cap} measurements (plan.max_samples); "
+                    "the winner's rule chose among them"
+                )
+            break
+        for config in picks:
+            yield again(config)
+        while planner.in_flight:
+            yield WAIT
+    if not added:
+        return ""
+    parts = [f"measured {added} more time(s)"]
+    if confirmed:
+        parts.append(f"{confirmed} to confirm a leader measured once")
+    return ", ".join(parts) + f"; {why}"
+
+
+def _full_measurements(planner: SweepPlanner) -> dict[Any, int]:
+    """Per configuration, how many full benchmarks of it passed."""
+    out: dict[Any, int] = {}
+    for planned, result in planner.observed():
+        if result.passed and planned.bench_scale >= 1.0:
+            key = flags_key(planned.config)
+            out[key] = out.get(key, 0) + 1
+    return out
