@@ -15,6 +15,7 @@ factor, so throughput and TTFT keep their ratios between configurations.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -70,12 +71,14 @@ class SimSweep:
     elapsed_s: float
 
     def trial(self, **flags: Any) -> TrialResult:
-        """The one trial whose flags include ``flags`` (keys without dashes: ``kv_cache_dtype``)."""
+        """The first trial of the one configuration whose flags include ``flags`` (keys
+        without dashes: ``kv_cache_dtype``); a re-measured configuration counts once."""
         want = {_flag(k, self.spec): v for k, v in flags.items()}
         found = [
             r for r in self.outcome.results if all(r.flags.get(k) == v for k, v in want.items())
         ]
-        assert len(found) == 1, f"{len(found)} trials match {want}: {[r.flags for r in found]}"
+        configs = {json.dumps(r.flags, sort_keys=True) for r in found}
+        assert len(configs) == 1, f"{len(configs)} configurations match {want}: {sorted(configs)}"
         return found[0]
 
     def truth(self, config: Config) -> Truth:

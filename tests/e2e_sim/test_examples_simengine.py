@@ -218,7 +218,8 @@ def test_moe_backends_on_sm120(sweeps: Callable[[str], SimSweep]) -> None:
     assert any(c["--moe-runner-backend"] == "flashinfer_cutedsl" for c in pruned)
     assert any(c["--moe-runner-backend"] == "flashinfer_trtllm" for c in pruned)
     assert any(c["--kv-cache-dtype"] == "fp8_e4m3" for c in pruned)
-    assert len(sw.outcome.results) + len(pruned) == len(sw.spec.configs())
+    tried = {json.dumps(r.flags, sort_keys=True) for r in sw.outcome.results}  # repeats once
+    assert len(tried) + len(pruned) == len(sw.spec.configs())
 
 
 def test_moe_fp8_kv_drift_is_an_accuracy_regression(tmp_path: Path) -> None:
@@ -324,8 +325,12 @@ def test_mla_cutlass_mla_is_refused_before_launch(
     assert failure is not None and failure.category is Category.INVALID_CONFIG
     assert failure.stage is Stage.LAUNCHING and refused[0].pid is None
     assert "trtllm_mla" in (failure.remedy or "")
+    # first looks are reused; a re-measurement of the leader exists to measure again
+    purpose = {row.id: row.purpose for row in sw.store.trials(sw.outcome.run_id)}
     others = [r for r in sw.outcome.results if r is not refused[0]]
-    assert others and all((r.note or "").startswith("verdict reused") for r in others)
+    looks = [r for r in others if purpose[r.trial_id] != "repeat"]
+    assert looks and all((r.note or "").startswith("verdict reused") for r in looks)
+    assert all(r.pid is not None for r in others if purpose[r.trial_id] == "repeat")
     assert [p.config["--attention-backend"] for p in sw.outcome.planner.pruned].count(
         "cutlass_mla"
     ) == 1
@@ -380,7 +385,8 @@ def test_trtllm_options_reach_the_engine_through_its_yaml(
 
 def test_command_engine_fills_the_template(sweeps: Callable[[str], SimSweep]) -> None:
     sw = sweeps("command-tgi")
-    assert [r.flags["--max-concurrent-requests"] for r in sw.outcome.results] == [64, 128]
+    seen = [r.flags["--max-concurrent-requests"] for r in sw.outcome.results]
+    assert list(dict.fromkeys(seen)) == [64, 128]  # a leader may be measured again
     for r in sw.outcome.results:
         assert r.passed and r.command is not None and r.port is not None
         assert r.command[: len(SIM)] == SIM
