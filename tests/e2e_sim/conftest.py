@@ -81,6 +81,17 @@ class SimSweep:
         assert len(configs) == 1, f"{len(configs)} configurations match {want}: {sorted(configs)}"
         return found[0]
 
+    def first(self, **flags: Any) -> TrialResult:
+        """The first trial whose flags include ``flags``, of whichever configuration (a
+        failure that named nothing is tried again in another context before it prunes
+        the value alone)."""
+        want = {_flag(k, self.spec): v for k, v in flags.items()}
+        found = [
+            r for r in self.outcome.results if all(r.flags.get(k) == v for k, v in want.items())
+        ]
+        assert found, f"no trial matches {want}"
+        return found[0]
+
     def truth(self, config: Config) -> Truth:
         return world_verdict(self.world, self.spec, config)
 

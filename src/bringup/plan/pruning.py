@@ -25,8 +25,9 @@ left out before the evidence is read.
 - ``garbage_output``, ``wrong_answer``, ``runtime_crash``, ``startup_timeout_or_hang``,
   ``model_incompatible``: the culprit value(s).
 
-Context: where a failure of ``accuracy_regression`` or of the categories just above names
-nothing (no diagnosis rule implicates a flag, the evidence names no flag or value), its
+Context: where a failure of ``accuracy_regression`` or of the categories just above
+(``model_incompatible`` apart: the model cannot run with the value whatever else is set)
+names nothing (no diagnosis rule implicates a flag, the evidence names no flag or value), its
 cause may be any value *together with* the others present (fp8 KV drifting with one
 attention backend only), so the rule prunes the configuration's whole context: every
 other flag at the value it had. A second failure of the same category in a different
@@ -175,7 +176,9 @@ def rule_from(
     )
     culprits = _culprits(named, list(dep))
     short = failure.headline()[:160]
-    unexplained = not named and cat in PINNED_CATEGORIES | {Category.ACCURACY_REGRESSION}
+    # a model that cannot run with a value cannot run with it whatever else is set
+    contextual = PINNED_CATEGORIES - {Category.MODEL_INCOMPATIBLE} | {Category.ACCURACY_REGRESSION}
+    unexplained = not named and cat in contextual
 
     def combo_of(flags: list[str]) -> dict[str, Any]:
         return {f: config[f] for f in flags}
