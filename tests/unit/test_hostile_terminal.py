@@ -75,7 +75,10 @@ def hostile_server() -> Iterator[str]:
 
 
 def test_sweep_and_report_show_hostile_values_literally(tmp_path: Path) -> None:
-    spec = sim_spec(tmp_path, space={"--alias": [*MARKUP, CLEAR_AND_TITLE]})
+    # one measurement each: which value wins must not hang on the machine's load
+    spec = sim_spec(
+        tmp_path, space={"--alias": [*MARKUP, CLEAR_AND_TITLE]}, extra="[plan]\nmax_samples = 1\n"
+    )
     db = str(tmp_path / "b.db")
     code, out = _run("sweep", str(spec), "--db", db, "--runs-dir", str(tmp_path / "runs"))
     assert code == 0, out
