@@ -30,7 +30,7 @@ from bringup.spec import Spec
 from bringup.store import Store
 from bringup.sweep import prepare
 from bringup.trial import TrialContext, run_trial
-from bringup.verdict import TrialResult
+from bringup.verdict import TrialResult, stored_interval
 
 DEFAULT_NOISE = 0.20  # not measured here: the run-to-run spread the demo spec records
 # figure -> True when higher is better
@@ -104,10 +104,9 @@ def fingerprint_changes(
 
 def noise_band(metrics: dict[str, Any], name: str) -> float:
     """The stored interval's relative half-width for ``name``, at least ``DEFAULT_NOISE``."""
-    lo, hi = metrics.get(f"{name}_ci_lo"), metrics.get(f"{name}_ci_hi")
-    value = metrics.get(name)
-    if isinstance(lo, int | float) and isinstance(hi, int | float) and value:
-        return max(DEFAULT_NOISE, (hi - lo) / 2 / float(value))
+    ci, value = stored_interval(metrics, name), metrics.get(name)
+    if ci is not None and isinstance(value, int | float) and value:
+        return max(DEFAULT_NOISE, (ci[1] - ci[0]) / 2 / float(value))
     return DEFAULT_NOISE
 
 

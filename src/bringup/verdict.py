@@ -94,6 +94,14 @@ def failure_headline(category: Category, evidence: list[str], detail: str | None
     return f"{category.value}: {line}".strip().rstrip(":")
 
 
+def stored_interval(metrics: dict[str, Any], name: str) -> tuple[float, float] | None:
+    """``name``'s 95% interval as the benchmark stores it (``<name>_ci_lo`` / ``_ci_hi``)."""
+    lo, hi = metrics.get(f"{name}_ci_lo"), metrics.get(f"{name}_ci_hi")
+    if isinstance(lo, int | float) and isinstance(hi, int | float):
+        return float(lo), float(hi)
+    return None
+
+
 class TrialResult(BaseModel):
     """Everything recorded about one trial; written to the store as it progresses."""
 
@@ -122,10 +130,7 @@ class TrialResult(BaseModel):
 
     def interval(self, name: str) -> tuple[float, float] | None:
         """The 95% interval the benchmark stored for metric ``name`` (over its repeats)."""
-        lo, hi = self.metrics.get(f"{name}_ci_lo"), self.metrics.get(f"{name}_ci_hi")
-        if isinstance(lo, int | float) and isinstance(hi, int | float):
-            return float(lo), float(hi)
-        return None
+        return stored_interval(self.metrics, name)
 
     def fail(
         self,
