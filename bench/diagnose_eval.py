@@ -1,7 +1,8 @@
 """Run the diagnosis classifier (the library call behind ``bringup diagnose``) over the
 labelled failure corpus of bench/data/diagnose/.
 
-    python bench/diagnose_eval.py [--split fit|heldout|heldout2|heldout3|all|legacy] [--verbose]
+    python bench/diagnose_eval.py [--split fit|heldout|heldout2|heldout3|heldout4|all|legacy]
+                                  [--verbose]
     python bench/diagnose_eval.py CORPUS.jsonl [--verbose]
 
 Prints accuracy per engine, precision/recall per category, the confusion pairs
@@ -10,8 +11,9 @@ Prints accuracy per engine, precision/recall per category, the confusion pairs
 ``bringup diagnose`` shows: ``unknown`` (no failure signal in the log) always counts wrong.
 ``legacy`` is the 43 public cases the rules were first written from (a subset of fit;
 the old default run; ``all`` is fit plus heldout). ``heldout2`` is the second held-out
-set, collected after the rules were tuned against ``heldout``, and ``heldout3`` the third,
-collected once ``heldout2`` had been measured; both are treated exactly like ``heldout``.
+set, collected after the rules were tuned against ``heldout``, ``heldout3`` the third,
+collected once ``heldout2`` had been measured, and ``heldout4`` the fourth, collected once
+``heldout3`` had been measured three times; all are treated exactly like ``heldout``.
 For a held-out split the fit figure is printed on the line before, and case ids and log
 lines are never printed (``--verbose`` is refused): whoever writes rules reads the held-out
 figure, never its cases.
@@ -28,8 +30,8 @@ from typing import Any
 from bringup.diagnose import classify
 
 DATA = Path(__file__).resolve().parent / "data" / "diagnose"
-SPLITS = ("fit", "heldout", "heldout2", "heldout3", "all", "legacy")
-HIDDEN = ("heldout", "heldout2", "heldout3")  # splits whose cases are never printed
+SPLITS = ("fit", "heldout", "heldout2", "heldout3", "heldout4", "all", "legacy")
+HIDDEN = ("heldout", "heldout2", "heldout3", "heldout4")  # splits whose cases are never printed
 BANDS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.85), (0.85, 1.01))
 
 

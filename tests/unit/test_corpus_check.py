@@ -130,3 +130,16 @@ def test_a_log_with_a_credential_is_refused(tmp_path: Path) -> None:
     for log in (signed, token):
         problems, _ = cc.check(_write(tmp_path, [_case(_source_for("fit"), log=log)], []))
         assert any("credential" in p for p in problems)
+
+
+def test_the_fourth_held_out_set_shares_no_source_with_the_third(tmp_path: Path) -> None:
+    files = _write(tmp_path, [_case(_source_for("fit"))], [])
+    files["heldout2"] = tmp_path / "heldout2.jsonl"
+    files["heldout2"].write_text("")
+    for split, log in (("heldout3", "Segfault " * 5), ("heldout4", "CUDA error: invalid argument")):
+        files[split] = tmp_path / f"{split}.jsonl"
+        case = _case("o/later#9", id=f"vllm-{split}", log=log + " while loading the engine")
+        files[split].write_text(json.dumps(case) + "\n")
+    problems, n = cc.check(files)
+    assert n == 3
+    assert any("source o/later#9 is already in heldout3" in p for p in problems)
