@@ -5,6 +5,14 @@ the health endpoint, asks one short known-answer completion at temperature 0 and
 garbage detectors on the answer, all within one overall timeout. The result carries a
 one-line verdict; ``passed`` is true only when every step passed. The API key is used for
 the request and never appears in the result.
+
+Slow is not a hang. When ``/health`` said 200 and the answer did not come within the
+timeout, the server's own process decides, with the evidence the benchmark's stall watchdog
+uses (:mod:`bringup.server.progress`): the process listening on a loopback URL's port
+(``listener_pid``), its process tree's CPU time sampled through the wait
+(``ProgressMeter``). Working over the last seconds of the wait is ``slow`` (``slow_s``),
+idle is a ``hang`` (``hang_s``). A server whose process cannot be seen (another host, or
+served by this very process) has only its silence to judge it by: a hang, as before.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from typing import Any
 from bringup.checks.garbage import detect_garbage, quote
 from bringup.checks.known_answers import KnownAnswer, builtin_suite
 from bringup.http import OpenAIClient, RequestError
+from bringup.server.progress import SAMPLE_WINDOW_S, ProgressMeter, listener_pid
 
 PROBE_ANSWER = "eiffel-paris"  # two tokens, and right on any language model worth serving
 
@@ -34,9 +43,50 @@ class ProbeResult:
     elapsed_s: float = 0.0
     steps: dict[str, bool] = field(default_factory=dict)
     hang_s: float | None = None  # /health said 200, then no answer came for this long
+    slow_s: float | None = None  # ... while the server's process kept computing
+    engine_pid: int | None = None  # the process found listening on the URL's port
+    progress: str | None = None  # what that process did at the end of the wait
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class _Engine:
+    """The server's process, once ``/health`` answered: sampled while the answer is awaited."""
+
+    meter: ProgressMeter | None = None
+
+    async def watch(self, url: str, res: ProbeResult) -> None:
+        res.engine_pid = await asyncio.to_thread(listener_pid, url)
+        if res.engine_pid is not None:
+            self.meter = ProgressMeter(res.engine_pid, None).start()
+
+    async def judge(self, res: ProbeResult, waited_s: float) -> None:
+        """``slow``/``hang`` verdict of a probe whose answer did not come in ``waited_s``."""
+        await self.close()
+        progress = None
+        if self.meter is not None:
+            progress = await asyncio.to_thread(self.meter.over, SAMPLE_WINDOW_S)
+            res.progress = (
+                f"the server (pid {res.engine_pid}) used {progress.cpu_s:.2f} CPU-s "
+                f"over the last {progress.window_s:.1f} s"
+            )
+        if progress is not None and progress.progressing:
+            res.slow_s = waited_s
+            res.verdict = (
+                f"slow: /health 200 and the server is working ({res.progress}), "
+                f"but no answer came within {waited_s:.1f}s"
+            )
+            return
+        res.hang_s = waited_s
+        res.verdict = f"hang: /health 200 but no token for {waited_s:.1f}s"
+        if res.progress is not None:
+            res.verdict += f" ({res.progress})"
+
+    async def close(self) -> None:
+        if self.meter is not None:
+            await self.meter.stop()
 
 
 def probe_answer() -> KnownAnswer:
@@ -45,7 +95,7 @@ def probe_answer() -> KnownAnswer:
 
 
 async def _probe(
-    client: OpenAIClient, res: ProbeResult, health_path: str, model: str | None
+    client: OpenAIClient, res: ProbeResult, health_path: str, model: str | None, engine: _Engine
 ) -> None:
     status, body = await client.health(health_path)
     res.health_status = status
@@ -54,6 +104,7 @@ async def _probe(
         shown = body.decode("utf-8", "replace").strip()[:120]
         res.verdict = f"fail: health {health_path} answered {status or 'nothing'} {shown}".rstrip()
         return
+    await engine.watch(client.base_url, res)
     ka = probe_answer()
     res.prompt, res.expectation = ka.prompt, ka.expectation()
     try:
@@ -91,17 +142,19 @@ async def run_probe(
 ) -> ProbeResult:
     """Health, one known answer and the garbage detectors, within ``timeout_s`` overall."""
     res = ProbeResult(url=url, passed=False, verdict="fail: not run")
+    engine = _Engine()
     start = time.perf_counter()
     try:
         # the overall wait below decides a timeout, so that a silent server reads as a hang
         async with OpenAIClient(url, api_key=api_key, timeout_s=timeout_s + 5) as client:
-            await asyncio.wait_for(_probe(client, res, health_path, model), timeout_s)
+            await asyncio.wait_for(_probe(client, res, health_path, model, engine), timeout_s)
     except TimeoutError:
         res.passed = False
         res.verdict = f"fail: no verdict within {timeout_s:g}s"
         if res.health_status == 200:
-            res.hang_s = round(time.perf_counter() - start, 3)
-            res.verdict = f"hang: /health 200 but no token for {res.hang_s:.1f}s"
+            await engine.judge(res, round(time.perf_counter() - start, 3))
+    finally:
+        await engine.close()
     res.elapsed_s = round(time.perf_counter() - start, 3)
     if res.passed:
         res.verdict += f" in {res.elapsed_s:.2f}s"

@@ -1,5 +1,8 @@
 """``bringup probe URL``: is this running server answering right? Exit 0 yes, 1 no.
 
+Exit 4: not answered within ``--timeout`` while the server's process kept computing
+(``slow``: a loaded machine or a long queue, not a hang; see :mod:`bringup.checks.probe`).
+
 With ``--reference RUN`` it also compares the server's answers with the reference answers
 that run stored (drift, not only a known fact)."""
 
@@ -19,6 +22,8 @@ from bringup.cli.secrets_env import api_key_env_option, api_key_from_env
 from bringup.errors import BringupError
 from bringup.store import Store
 from bringup.textsafe import printable
+
+SLOW_EXIT = 4  # distinct from a hang or a wrong answer (1): the server works, only slowly
 
 
 @click.command("probe")
@@ -92,4 +97,4 @@ def probe(
     # JSON escapes control characters itself; the verdict quotes what the server said
     shown = json.dumps(result.to_dict() | extra, indent=2) if as_json else printable(result.verdict)
     click.echo(shown)
-    sys.exit(0 if result.passed else 1)
+    sys.exit(0 if result.passed else SLOW_EXIT if result.slow_s is not None else 1)

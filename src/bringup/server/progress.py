@@ -156,9 +156,13 @@ async def sample_progress(pid: int, log_path: Path, window_s: float = SAMPLE_WIN
 
 
 class ProgressMeter:
-    """The engine's tree CPU time and log size, sampled every ``period_s`` in the background."""
+    """The engine's tree CPU time and log size, sampled every ``period_s`` in the background.
 
-    def __init__(self, pid: int, log_path: Path, period_s: float = 1.0) -> None:
+    ``log_path`` None: a server whose log is not ours to read (``bringup probe``); its CPU
+    time is all the evidence.
+    """
+
+    def __init__(self, pid: int, log_path: Path | None, period_s: float = 1.0) -> None:
         self.pid, self.log_path, self.period_s = pid, log_path, period_s
         self.samples: list[tuple[float, float, int]] = []  # (monotonic, CPU-s, log bytes)
         self._task: asyncio.Task[None] | None = None
@@ -183,6 +187,12 @@ class ProgressMeter:
     def start(self) -> ProgressMeter:
         self._task = asyncio.get_running_loop().create_task(self._loop())
         return self
+
+    async def __aenter__(self) -> ProgressMeter:
+        return self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
 
     async def stop(self) -> None:
         if self._task is not None:
