@@ -73,27 +73,47 @@ def arrival_offsets(
     return out
 
 
-async def _one(
-    pool: StreamPool,
-    body: bytes,
-    rec: RequestRecord,
-    run: LevelRun,
-    cap: asyncio.Semaphore | None,
-    parser: ParseQueue,
-    timeout_s: float,
-    watch: StallWatch | None = None,
-) -> None:
-    if cap is None:
-        detail = await send(pool, body, rec, timeout_s, parser, watch)
-    else:
-        async with cap:
-            if run.stalled:
-                return
-            detail = await send(pool, body, rec, timeout_s, parser, watch)
-    run.stalled = run.stalled or rec.error in WATCHDOG_ERRORS
-    if rec.error and detail:
-        run.error_examples.setdefault(rec.error, detail)
-    run.records.append(rec)
+@dataclass
+class _Level:
+    """What one level's requests share, and its teardown in one place.
+
+    ``async with _Level(...) as lv``: on exit (a normal end, an error, a cancel) every
+    request task still running is cancelled and awaited, then the parser is closed.
+    """
+
+    pool: StreamPool
+    bodies: Sequence[bytes]
+    timeout_s: float
+    watch: StallWatch | None
+    run: LevelRun = field(default_factory=LevelRun)
+    parser: ParseQueue = field(default_factory=ParseQueue)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    async def __aenter__(self) -> _Level:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await cancel_all(self.tasks)
+        await self.parser.close()
+
+    async def one(self, i: int, rec: RequestRecord, cap: asyncio.Semaphore | None) -> None:
+        """Send request ``i`` (after a slot of ``cap``, if any) and keep its record."""
+        body, run = self.bodies[i % len(self.bodies)], self.run
+        if cap is None:
+            detail = await send(self.pool, body, rec, self.timeout_s, self.parser, self.watch)
+        else:
+            async with cap:
+                if run.stalled:
+                    return
+                detail = await send(self.pool, body, rec, self.timeout_s, self.parser, self.watch)
+        run.stalled = run.stalled or rec.error in WATCHDOG_ERRORS
+        if rec.error and detail:
+            run.error_examples.setdefault(rec.error, detail)
+        run.records.append(rec)
+
+    async def all_done(self) -> LevelRun:
+        await asyncio.gather(*self.tasks)
+        return self.run
 
 
 async def closed_loop(
@@ -108,7 +128,6 @@ async def closed_loop(
     watch: StallWatch | None = None,
 ) -> LevelRun:
     """``concurrency`` workers (this shard's share), bounded by ``requests`` or ``duration_s``."""
-    run = LevelRun()
     k, n = shard
     workers = _share(concurrency, shard)
     limit = None if requests is None else _share(requests, shard)
@@ -116,29 +135,25 @@ async def closed_loop(
     counter = iter(range(k, 1 << 62, n))
     issued = 0
 
-    async def worker() -> None:
-        nonlocal issued
-        while True:
-            if limit is not None and issued >= limit:
-                return
-            if deadline is not None and now() >= deadline:
-                return
-            if run.stalled:
-                return
-            issued += 1
-            i = next(counter)
-            rec = RequestRecord(index=i, scheduled=now())
-            rec.dispatched = rec.scheduled
-            await _one(pool, bodies[i % len(bodies)], rec, run, None, parser, timeout_s, watch)
+    async with _Level(pool, bodies, timeout_s, watch) as lv:
 
-    parser = ParseQueue()
-    tasks = [asyncio.create_task(worker()) for _ in range(workers)]
-    try:
-        await asyncio.gather(*tasks)
-    finally:
-        await cancel_all(tasks)
-        await parser.close()
-    return run
+        async def worker() -> None:
+            nonlocal issued
+            while True:
+                if limit is not None and issued >= limit:
+                    return
+                if deadline is not None and now() >= deadline:
+                    return
+                if lv.run.stalled:
+                    return
+                issued += 1
+                i = next(counter)
+                rec = RequestRecord(index=i, scheduled=now())
+                rec.dispatched = rec.scheduled
+                await lv.one(i, rec, None)
+
+        lv.tasks.extend(asyncio.create_task(worker()) for _ in range(workers))
+        return await lv.all_done()
 
 
 async def open_loop(
@@ -153,33 +168,22 @@ async def open_loop(
     watch: StallWatch | None = None,
 ) -> LevelRun:
     """Dispatch request ``i`` at ``t0 + offsets[i]`` (this shard's ``i``), capped if asked."""
-    run = LevelRun()
     k, n = shard
     cap = None
     if max_concurrency is not None:
         cap = asyncio.Semaphore(max(1, _share(max_concurrency, shard)))
-    tasks: list[asyncio.Task[None]] = []
-    parser = ParseQueue()
-    try:
+    async with _Level(pool, bodies, timeout_s, watch) as lv:
         for i in range(k, len(offsets), n):
             due = t0 + offsets[i]
             delay = due - now()
             if delay > 0:
                 await asyncio.sleep(delay)
-            if run.stalled:
+            if lv.run.stalled:
                 break
             rec = RequestRecord(index=i, scheduled=due)
             rec.dispatched = now()
-            tasks.append(
-                asyncio.create_task(
-                    _one(pool, bodies[i % len(bodies)], rec, run, cap, parser, timeout_s, watch)
-                )
-            )
-        await asyncio.gather(*tasks)
-    finally:
-        await cancel_all(tasks)
-        await parser.close()
-    return run
+            lv.tasks.append(asyncio.create_task(lv.one(i, rec, cap)))
+        return await lv.all_done()
 
 
 async def warm_up(

@@ -188,12 +188,6 @@ class ProgressMeter:
         self._task = asyncio.get_running_loop().create_task(self._loop())
         return self
 
-    async def __aenter__(self) -> ProgressMeter:
-        return self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
