@@ -20,6 +20,7 @@ from bringup.checks.probe import run_probe
 from bringup.errors import SpecError
 from bringup.http import OpenAIClient
 from bringup.spec import Spec, parse_spec
+from bringup.testing.hogs import Slack
 from bringup.verdict import Category
 
 EXTRA = """
@@ -327,19 +328,21 @@ def test_judge_kinds() -> None:
 
 
 async def test_probe_passes_and_fails(fake: Fake) -> None:
-    ok = await run_probe(fake.url, timeout_s=5)
+    # the answers are checked, not the speed: a busy machine may take seconds for each
+    ok = await run_probe(fake.url, timeout_s=120)
     assert ok.passed and ok.verdict.startswith("ok:") and ok.health_status == 200
     fake.answer = lambda p: ("\x00\x01\x02\x03\x04", 5, "length")
-    bad = await run_probe(fake.url, timeout_s=5)
+    bad = await run_probe(fake.url, timeout_s=120)
     assert not bad.passed and bad.detector == "nonprintable" and "nonprintable" in bad.verdict
     fake.health_status = 503
-    down = await run_probe(fake.url, timeout_s=5)
+    down = await run_probe(fake.url, timeout_s=120)
     assert not down.passed and "503" in down.verdict and "answer" not in down.steps
 
 
-async def test_probe_of_nothing_fails_fast() -> None:
-    res = await run_probe("http://127.0.0.1:9", timeout_s=2)
-    assert not res.passed and res.health_status == 0 and res.elapsed_s < 2.5
+async def test_probe_of_nothing_fails_fast(slack: Slack) -> None:
+    # refused at once (health 0, not a timeout), long before the timeout would end it
+    res = await run_probe("http://127.0.0.1:9", timeout_s=120)
+    assert not res.passed and res.health_status == 0 and res.elapsed_s < slack(50)
 
 
 def test_probe_command_exit_codes(fake: Fake) -> None:

@@ -91,14 +91,15 @@ async def test_fatal_line_ends_wait_while_process_lingers(tmp_path: Path, slack:
     assert proc.poll() is not None
 
 
-async def test_silent_log_is_a_hang(tmp_path: Path) -> None:
+async def test_silent_log_is_a_hang(tmp_path: Path, slack: Slack) -> None:
     proc = spawn(tmp_path, "import time; print('loading weights', flush=True); time.sleep(60)")
     out = await wait_ready(
         proc,
         ScriptAdapter(),
         f"http://127.0.0.1:{free_port()}",
-        start_timeout_s=60,
-        hang_timeout_s=1.0,
+        start_timeout_s=120,
+        # the interpreter's start-up comes before its first line: ten of them, measured now
+        hang_timeout_s=max(1.0, slack(10)),
     )
     assert out.category is Category.STARTUP_TIMEOUT_OR_HANG
     assert out.detail and "no log output" in out.detail

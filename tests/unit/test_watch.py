@@ -54,7 +54,7 @@ async def server() -> AsyncIterator[Server]:
 async def test_healthy_but_garbage_trips_after_n_failures(server: Server) -> None:
     seen: list[WatchEvent] = []
     out = await watch_server(
-        server.url, WatchOptions(interval_s=0.01, failures=3, timeout_s=5), on_verdict=seen.append
+        server.url, WatchOptions(interval_s=0.01, failures=3, timeout_s=120), on_verdict=seen.append
     )
     assert out.tripped and out.probes == 3 and server.completions == 3
     assert [e.consecutive_failures for e in seen] == [1, 2, 3]
