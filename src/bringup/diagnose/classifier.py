@@ -37,6 +37,7 @@ from bringup.diagnose.literals import LiteralIndex
 from bringup.diagnose.logtext import (
     content,
     dedupe_key,
+    has_log_prefix,
     level_of,
     log_lines,
     nonblank,
@@ -55,6 +56,21 @@ _DECIDES = 0.75  # below this, nothing in the log explains the failure
 # line of each fit case taken away, such fallbacks were right about one time in three.
 _STALLED_CONFIDENCE = 0.45  # the log stops on a start-up phase: a hang, or a cut-off post
 _WEAK_CONFIDENCE = 0.4  # only "it stopped" lines: a crash, cause not shown
+# the log ends on ordinary info lines, no phase named, no error, no exit: it stopped there
+# or the post was cut (on fit and the retired sets, 2 of the 3 such logs were hangs)
+_PROGRESS_CONFIDENCE = 0.3
+_PROGRESS_TAIL = 3
+_PROGRESS_NOTE = (
+    "the log stops on the engine's ordinary progress lines, with no error and no exit "
+    "shown: it was still working there (or the log was cut)"
+)
+_PY_WARNING = re.compile(r"^(?:\S+:\d+: )?\w*Warning: |^warnings\.warn\(")
+_NAMES_FAILURE = re.compile(
+    r"\b(?:error|errors|fail\w*|exception|traceback|abort\w*|kill\w*|oom|panic\w*|"
+    r"fatal|refus\w*|denied|crash\w*|exit\w*|terminat\w*|invalid|not supported|"
+    r"unsupported|cannot|unable|not found|out of memory|timed? ?out)\b",
+    re.IGNORECASE,
+)
 _ANSWER_CONFIDENCE = 0.3  # the log is an answer someone posted: its text is the complaint
 _NO_SIGNAL_CONFIDENCE = 0.1
 # A rule below this weight names the kind of failure, not its cause ("a ValueError was
@@ -359,14 +375,38 @@ def _confidence(ranked: list[tuple[Category, float]]) -> float:
     return round(min(_CEILING, (0.45 + 0.5 * strength) * (0.8 + 0.2 * margin)), 2)
 
 
+def _progress(lines: list[str]) -> list[str]:
+    """The log's non-blank lines less Python's warnings (a ``UserWarning`` printed while
+    the engine works is not where it stopped)."""
+    return [ln for ln in nonblank(lines) if not _PY_WARNING.search(content(ln))]
+
+
 def _stalled(lines: list[str], engine: str | None) -> bool:
     """The log ends on a start-up phase line (or one plain line after it): the engine was
     busy there when it stopped, with nothing after it that looks like an error."""
-    tail = nonblank(lines)[-2:]
+    tail = _progress(lines)[-2:]
     if not tail or (len(tail) == 2 and passes_gate(content(tail[-1]))):
         tail = tail[-1:]
     phase, _ = stage_reached(tail, engine)
     return phase is not None
+
+
+def _logged(line: str) -> bool:
+    return has_log_prefix(line) or level_of(line) is not None
+
+
+def _stops_on_progress(lines: list[str]) -> bool:
+    """The log ends on the engine's own ordinary lines: its last lines are logger lines at
+    info level (or below) that name no failure, with no exit status known. The engine was
+    still working when the log stops, at a phase no table names: a hang, or a post cut
+    short, so only a guess."""
+    tail = _progress(lines)[-_PROGRESS_TAIL:]
+    if len(tail) < _PROGRESS_TAIL or sum(_logged(ln) for ln in tail) < _PROGRESS_TAIL - 1:
+        return False
+    return all(
+        level_of(ln) in (None, "info", "debug", "trace") and not _NAMES_FAILURE.search(content(ln))
+        for ln in tail
+    )
 
 
 def _posted_answer(lines: list[str]) -> list[int]:
@@ -427,6 +467,12 @@ def _unknown_exit(
             _ANSWER_CONFIDENCE,
             rule="output:posted-answer",
         )
+    if _stops_on_progress(lines):
+        d = diagnose_hang(text, engine)
+        d.evidence.insert(0, _PROGRESS_NOTE)
+        d.confidence = _PROGRESS_CONFIDENCE
+        d.rule = "hang:log-stops-on-progress-lines"
+        return d
     tail = [redact(ln.rstrip()) for ln in nonblank(lines)[-3:]]
     return Diagnosis(
         Category.RUNTIME_CRASH,

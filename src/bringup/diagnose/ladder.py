@@ -32,6 +32,9 @@ of how much they say:
    tokenizer, option, file) with which verb (not supported, invalid, not found), and a
    poster's own words for running out of memory (RAM and the OOM killer: host; else GPU).
 
+The message grammar (which noun refused with which verb: a GPU, a capture, a parallel size,
+a config key; ranks that cannot connect, a cluster that cannot place them; a C++ runtime's
+abort), between items 4 and 8 in strength, lives in :mod:`bringup.diagnose.signals_message`.
 Items 1-4 live in :mod:`bringup.diagnose.signals_runtime`, 5-8 in
 :mod:`bringup.diagnose.signals_launch`, and what the model asks for that the code refuses
 (item 6's second half) in :mod:`bringup.diagnose.signals_model`; all are engine-independent
@@ -45,6 +48,7 @@ from __future__ import annotations
 
 from bringup.diagnose import (
     signals_launch,
+    signals_message,
     signals_model,
     signals_platform,
     signals_prose,
@@ -57,6 +61,7 @@ RULES = RuleSet(
     rules=(
         *signals_runtime.RULES,
         *signals_platform.RULES,
+        *signals_message.RULES,
         *signals_launch.RULES,
         *signals_model.RULES,
         *signals_prose.RULES,

@@ -55,10 +55,14 @@ _PREFIXES = [
 ]
 # Levels written where ``content`` keeps the text (rules read these lines whole): Python's
 # basic logging ("WARNING:root:"), Go's slog ("level=ERROR"), glog/absl ("E0123 12:34:56"),
-# a bracketed tag before the level ("[TRT-LLM] WARNING ").
+# a bracketed tag before the level ("[TRT-LLM] WARNING "), TensorRT-LLM's and TensorRT's
+# bracketed levels ("[TRT-LLM] [I] ", "[TensorRT-LLM][ERROR] ", "[TRT] [E] "; the tag stays
+# in the text: engine rules and fatal patterns read it).
 _LEVEL_IN_TEXT = re.compile(
     rf"^{_LEVEL_WORD}:|\blevel={_LEVEL_WORD.replace('<level>', '<slog>')}\b|"
-    r"^(?P<glog>[IWEF])\d{4} \d\d:|\] (?P<tagged>WARNING|ERROR) "
+    r"^(?P<glog>[IWEF])\d{4} \d\d:|\] (?P<tagged>WARNING|ERROR) |"
+    r"^(?:\[[\d/:-]+\]\s*)?\[(?:TRT-LLM|TensorRT-LLM|TRT)\]\s*"
+    r"\[(?P<trt>[IWEVF]|ERROR|WARNING|INFO|DEBUG|VERBOSE)\]"
 )
 _LEVELS = {
     "I": "info",
@@ -67,6 +71,8 @@ _LEVELS = {
     "E": "error",
     "F": "error",
     "D": "debug",
+    "V": "debug",
+    "VERBOSE": "debug",
     "T": "trace",
 }
 

@@ -47,6 +47,7 @@ RULES: tuple[Rule, ...] = (
         r"exceeds? (?:the )?(?:model's |available )?(?:maximum )?(?:context|max_model_len|"
         r"max_seq_len|n_ctx)\b|"
         r"(?:prompt|input|request) (?:is )?too long|"
+        r"\bmust have (?:less|fewer) than \d+ tokens|"
         r"is longer than the maximum model length|"
         r"(?:has )?exceeded the maximum (?:sequence|input|model) length|"
         r"(?:prompt|input)(?: length)? \(?\d+(?: tokens)?\)? (?:exceeds|is longer than|"
