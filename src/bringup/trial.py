@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -29,7 +30,12 @@ from bringup.checks.accuracy_budget import judge_accuracy
 from bringup.checks.correctness import FREE_TEXT_TOKENS
 from bringup.checks.long_context import long_context_check
 from bringup.checks.paired_load import answers_under_load, judge_under_load
-from bringup.checks.speculative import metrics_text, speculative_check, speculative_flags
+from bringup.checks.speculative import (
+    bench_acceptance,
+    metrics_text,
+    speculative_check,
+    speculative_flags,
+)
 from bringup.contention import ContentionMeter
 from bringup.diagnose import classify
 from bringup.engines.base import EngineAdapter
@@ -383,6 +389,11 @@ def sentinel_prompts(spec: Spec) -> tuple[str, ...]:
     return DEFAULT_SENTINELS
 
 
+async def _metrics(base_url: str, api_key: str | None) -> str:
+    async with OpenAIClient(base_url, api_key=api_key) as client:
+        return await metrics_text(client)
+
+
 async def _chosen_from_info(adapter: EngineAdapter, base_url: str) -> dict[str, str]:
     """What the engine's info endpoints (e.g. SGLang /server_info) say it resolved."""
     chosen: dict[str, str] = {}
@@ -500,9 +511,13 @@ async def _checks_and_bench(
     cfg.health_path = ctx.adapter.health_path_for(spec)
     if run.process is not None:  # a stall is judged by whether the engine kept working
         cfg.engine_pid, cfg.engine_log = run.process.pid, str(run.process.log_path)
+    spec_report: dict[str, Any] | None = result.checks.get("speculative")
+    before = await _metrics(base_url, ctx.api_key) if spec_report else ""
     meter = ContentionMeter.start("benchmark")
     bench = await run_benchmark(base_url, cfg)
     result.contention["benchmark"] = meter.stop()
+    if spec_report:  # acceptance over the benchmark's own requests, beside the natural prompts'
+        bench_acceptance(spec_report, before, await _metrics(base_url, ctx.api_key))
     result.timings["benchmarked_s"] = round(time.monotonic() - t0, 3)
     result.metrics = bench.summary()
     result.metrics["bench_scale"] = planned.bench_scale

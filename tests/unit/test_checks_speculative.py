@@ -10,10 +10,12 @@ from aiohttp import web
 
 from bringup.checks.accuracy import ReferenceAnswers
 from bringup.checks.speculative import (
+    bench_acceptance,
     from_metrics,
     from_timings,
     speculative_check,
     speculative_flags,
+    speculative_warnings,
 )
 from bringup.http import Completion, OpenAIClient
 from bringup.verdict import Category
@@ -122,3 +124,47 @@ async def test_changed_greedy_output_fails_only_where_speculation_alone_differs(
         other = cand | {"--flash-attn": "off"}
         rep = await speculative_check(client, reference(), own, other, REF_FLAGS)
     assert rep.passed and not rep.judged and "not judged" in rep.evidence[0]
+
+
+def vllm_counters(drafts: int, drafted: int, accepted: int) -> str:
+    return (
+        VLLM_BEFORE.replace("10.0", f"{drafts}.0")
+        .replace("40.0", f"{drafted}.0")
+        .replace("30.0", f"{accepted}.0")
+    )
+
+
+def test_benchmark_acceptance_far_above_natural_prompts_is_a_warning() -> None:
+    """The H200 run's figures: 14 of 908 drafted tokens accepted on the accuracy prompts;
+    the benchmark's synthetic prompts let n-gram drafts land most of the time."""
+    report: dict[str, Any] = {
+        "acceptance": {"source": "metrics", "rate": 14 / 908, "accept_len": 1.062},
+        "figures": {"spec_acceptance_rate": 0.0154},
+    }
+    before = vllm_counters(227, 908, 14)
+    bench_acceptance(report, before, vllm_counters(227 + 2000, 908 + 8000, 14 + 5800))
+    assert report["figures"]["bench_spec_acceptance_rate"] == 0.725
+    assert report["figures"]["spec_acceptance_rate"] == 0.0154  # the natural figure kept
+    assert (
+        "0.72 in the benchmark against 0.02 on the accuracy prompts" in report["unrepresentative"]
+    )
+    (line,) = speculative_warnings([("t005", {"speculative": report}), ("t004", {})])
+    assert line.startswith("t005: speculative acceptance")
+
+
+def test_benchmark_acceptance_close_to_natural_prompts_says_nothing() -> None:
+    report: dict[str, Any] = {"acceptance": {"source": "metrics", "rate": 0.6, "accept_len": 3.4}}
+    bench_acceptance(report, vllm_counters(0, 0, 0), vllm_counters(100, 400, 280))  # 0.70
+    assert report["figures"]["bench_spec_acceptance_rate"] == 0.7
+    assert "unrepresentative" not in report
+    # SGLang's gauge: lengths compared where no rates are
+    sglang: dict[str, Any] = {"acceptance": {"source": "gauge", "rate": None, "accept_len": 1.1}}
+    gauge = "# TYPE sglang:spec_accept_length gauge\nsglang:spec_accept_length {}\n"
+    bench_acceptance(sglang, "", gauge.format(1.5))
+    assert "unrepresentative" not in sglang
+    bench_acceptance(sglang, "", gauge.format(3.6))
+    assert "accept length 3.60 in the benchmark against 1.10" in sglang["unrepresentative"]
+    # an engine that exposes nothing: nothing recorded
+    quiet: dict[str, Any] = {"acceptance": None}
+    bench_acceptance(quiet, "", "")
+    assert quiet == {"acceptance": None}

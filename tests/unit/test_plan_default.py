@@ -299,3 +299,29 @@ def test_excluded_configs_are_recorded() -> None:
     seen = drive(planner, speed({}))
     assert all(t.config["--kv-cache-dtype"] == "bf16" for t in seen)
     assert sum(1 for p in planner.pruned if p.reason.startswith("excluded")) == 9
+
+
+def test_budget_note_names_the_best_once_running_trials_report() -> None:
+    """A budget stop with trials still running: the note is rewritten as they report, so
+    the best it names is the best of every result (the one the sweep's winner is)."""
+    planner = DefaultPlanner(spec=spec("[plan]\nmax_trials = 3\n"))
+
+    def result(item: PlannedTrial, tid: str, tok_s: float) -> TrialResult:
+        r = TrialResult(trial_id=tid, flags=dict(item.config))
+        r.status, r.stage = Status.PASSED, Stage.PASSED
+        r.metrics = {"output_tok_s": tok_s, "ttft_p50_ms": 100.0, "ttft_p99_ms": 150.0}
+        return r
+
+    (ref,) = planner.ask(1)
+    planner.tell(ref, result(ref, "t1", 1000.0))
+    first, second = planner.ask(2)
+    planner.tell(first, result(first, "t2", 1100.0))
+    assert planner.ask(1) == []  # three launched: the budget is spent, one still running
+    stop = [n for n in planner.notes if "trial budget of 3 spent" in n]
+    assert len(stop) == 1 and "best proven so far: t2" in stop[0]
+    assert "1 of 1 trial(s) already running still to finish" in stop[0]
+    planner.tell(second, result(second, "t3", 1500.0))
+    stop = [n for n in planner.notes if "trial budget of 3 spent" in n]
+    assert len(stop) == 1, planner.notes
+    assert "best proven so far: t3" in stop[0]
+    assert "1 trial(s) already running were let finish" in stop[0]

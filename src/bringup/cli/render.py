@@ -23,6 +23,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from bringup.checks.speculative import speculative_warnings
 from bringup.contention import contention_warnings, cpu_left_cell
 from bringup.report.outcome import no_winner_reason, reference_failure, verdict_counts
 from bringup.secrets import MASK, is_secret_name, redact_argv
@@ -227,7 +228,9 @@ def print_outcome(console: Console, outcome: SweepOutcome, spec: Spec) -> None:
         console.print(Text(f"pruned {n} configuration{'s' * (n != 1)}{by}: {reason}", "dim"))
     for note in outcome.planner.notes:
         console.print(Text(f"note: {printable(note)}", "dim"))
-    for warning in contention_warnings([(r.trial_id, r.contention) for r in outcome.results]):
+    warnings = contention_warnings([(r.trial_id, r.contention) for r in outcome.results])
+    warnings += speculative_warnings([(r.trial_id, r.checks) for r in outcome.results])
+    for warning in warnings:
         console.print(Text.assemble(("warning:", "yellow"), f" {printable(warning)}"))
     if outcome.winner is None:
         console.print(Text(printable(no_winner_reason(outcome.results, spec)), "bold red"))

@@ -72,6 +72,8 @@ class SweepPlanner:
     _steps: PlanSteps | None = field(default=None, init=False, repr=False)
     _pending: list[PlannedTrial] = field(default_factory=list, init=False, repr=False)
     _in_flight: list[PlannedTrial] = field(default_factory=list, init=False, repr=False)
+    # (index in notes, why, trials running) of a budget stop
+    _stop_note: tuple[int, str, int] | None = field(default=None, init=False, repr=False)
     _first_looks: dict[Any, TrialResult] = field(default_factory=dict, init=False, repr=False)
     _observed: list[tuple[PlannedTrial, TrialResult]] = field(
         default_factory=list, init=False, repr=False
@@ -135,6 +137,8 @@ class SweepPlanner:
             if p is planned:
                 del self._in_flight[i]
                 self._record(planned, result)
+                if self._stop_note is not None:
+                    self.notes[self._stop_note[0]] = self._budget_note()
                 return
         # not asked for (the reference run first): a launch of this sweep all the same
         self._launched += 1
@@ -207,8 +211,23 @@ class SweepPlanner:
         self._finished = True
         if self._steps is not None:
             self._steps.close()
+        # trials already running finish and count: the note is rewritten as each reports,
+        # so the best it names is the one the sweep's winner is chosen from
+        self._stop_note = (len(self.notes), why, len(self._in_flight))
+        self.notes.append(self._budget_note())
+
+    def _budget_note(self) -> str:
+        assert self._stop_note is not None
+        _, why, running = self._stop_note
+        if running:
+            left = len(self._in_flight)
+            why += (
+                f"; {running} trial(s) already running were let finish"
+                if not left
+                else f"; {left} of {running} trial(s) already running still to finish"
+            )
         best = self.best()
-        self.notes.append(
+        return (
             f"{why}; best proven so far: {best.trial_id} ({best.reason}); {self._not_done()}"
             if best
             else f"{why}; no configuration proven yet; {self._not_done()}"

@@ -17,6 +17,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from bringup.checks.speculative import speculative_warnings
 from bringup.contention import contention_warnings, cpu_left_cell
 from bringup.files import replace_file
 from bringup.report.model import KEY_FIGURES, RunReport, levels
@@ -134,6 +135,9 @@ def render_html(report: RunReport) -> str:
             cpu_left=lambda t: cpu_left_cell(t.contention),
             contention_warnings=contention_warnings(
                 [(short_id(t.id, report.run_id), t.contention) for t in report.trials]
+            )
+            + speculative_warnings(
+                [(short_id(t.id, report.run_id), t.checks) for t in report.trials]
             ),
             levels=levels,
             bad_outputs=_bad_outputs,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bringup.checks.speculative import speculative_warnings
 from bringup.contention import contention_warnings, cpu_left_cell
 from bringup.report.model import KEY_FIGURES, RunReport
 from bringup.report.tradeoff import launch_noise, threshold_hint, tradeoff_rows
@@ -171,6 +172,11 @@ def render_text(report: RunReport) -> str:
     if warnings:
         lines += ["", "contention (CPU others took while benchmarks ran):"]
         lines += [f"  warning: {w}" for w in warnings]
+
+    flattered = speculative_warnings([(short_id(t.id, rid), t.checks) for t in report.trials])
+    if flattered:
+        lines += ["", "speculative decoding (acceptance in the benchmark against natural prompts):"]
+        lines += [f"  warning: {w}" for w in flattered]
 
     failures = report.failures()
     if failures:
