@@ -14,12 +14,13 @@ from aiohttp import web
 
 from bringup.checks.paired_load import (
     answers_under_load,
+    background_load,
     floor_from,
     is_control,
     judge_under_load,
     note_control,
 )
-from bringup.http import OpenAIClient
+from bringup.http import OpenAIClient, RequestError
 from bringup.spec import Spec, parse_spec
 from bringup.verdict import Category
 
@@ -221,3 +222,38 @@ async def test_the_trial_keeps_the_reference_under_load_and_judges_once_a_contro
     assert broken.result.failure is not None
     assert broken.result.failure.category is Category.ACCURACY_REGRESSION
     assert broken.result.checks["accuracy_under_load"]["judged"] is True
+
+
+class _SwallowsCancel:
+    """A client whose request turns a cancel into its own timeout (as aiohttp does when
+    the cancel meets its request timer): the filler sees a RequestError, not a cancel."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def complete(self, prompt: str, *, max_tokens: int) -> None:
+        self.calls += 1
+        try:
+            await asyncio.sleep(0.05)
+        except asyncio.CancelledError:
+            t = asyncio.current_task()
+            if t is not None:
+                t.uncancel()
+            raise RequestError("POST /v1/completions: no response (timed out)") from None
+
+
+async def test_fillers_end_with_the_block_even_when_a_cancel_is_swallowed() -> None:
+    client = _SwallowsCancel()
+
+    async def measured() -> int:
+        async with background_load(client, ["a", "b"], 2, 4) as n:  # type: ignore[arg-type]
+            await asyncio.sleep(0.2)
+            return n[0]
+
+    # before the stop flag the fillers looped for good and this never returned
+    task = asyncio.ensure_future(measured())
+    done, _ = await asyncio.wait([task], timeout=30)
+    assert done, "the fillers went on after the block ended"
+    calls = client.calls
+    await asyncio.sleep(0.3)
+    assert client.calls == calls  # nothing asked once the block ended

@@ -74,12 +74,18 @@ async def background_load(
     client: OpenAIClient, prompts: Sequence[str], streams: int, max_tokens: int
 ) -> AsyncIterator[list[int]]:
     """``streams`` greedy requests kept in flight until the block ends; yields a counter of
-    finished requests (errors are counted by the measured checks, not here)."""
+    finished requests (errors are counted by the measured checks, not here).
+
+    The fillers stop on a flag as well as by cancellation: aiohttp turns a cancel that
+    meets its own request timeout into a ``TimeoutError`` (a ``RequestError`` here, which a
+    filler shrugs off), and a filler that missed its cancel looped for good, holding a real
+    llama-server sweep in its accurate stage for minutes with nothing measured."""
     done = [0]
+    stop = asyncio.Event()
 
     async def one(k: int) -> None:
         i = k
-        while True:
+        while not stop.is_set():
             with contextlib.suppress(RequestError):
                 await client.complete(prompts[i % len(prompts)], max_tokens=max_tokens)
             done[0] += 1
@@ -90,6 +96,7 @@ async def background_load(
         await asyncio.sleep(0.2)  # let them reach the server before the measured prompts
         yield done
     finally:
+        stop.set()
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
