@@ -78,6 +78,47 @@ from bringup.verdict import Category
             Category.DISTRIBUTED_FAILURE,
             "cluster-cannot-place-workers",
         ),
+        (
+            "[TensorRT-LLM][ERROR] Assertion failed: maxBatchSize 512 exceeds the engine's "
+            "maximum batch size 256",
+            Category.INVALID_CONFIG,
+            "more-than-the-configured-maximum",
+        ),
+        (
+            "RuntimeError: FlashInfer requires torch>=2.5 but found 2.4.0",
+            Category.MISSING_DEPENDENCY,
+            "message-version-required",
+        ),
+        (
+            "RuntimeError: sgl_kernel is not compiled for this platform",
+            Category.MISSING_DEPENDENCY,
+            "message-version-required",
+        ),
+        (
+            "gguf_init_from_file_impl: failed to read tensor data",
+            Category.MODEL_LOAD_FAILURE,
+            "model-file-damaged",
+        ),
+        (
+            "RuntimeError: Port 30000 is occupied by another process",
+            Category.PORT_IN_USE,
+            "port-occupied",
+        ),
+        (
+            "mpirun noticed that process rank 3 with PID 0 on node n1 exited on signal 9 (Killed).",
+            Category.OOM_HOST,
+            "killed-by-sigkill",
+        ),
+        (
+            "ggml_aligned_malloc: insufficient memory (attempted to allocate 2048.00 MB)",
+            Category.OOM_HOST,
+            "host-allocation-failed",
+        ),
+        (
+            "custom allreduce: cudaIpcOpenMemHandle failed: invalid argument",
+            Category.DISTRIBUTED_FAILURE,
+            "ranks-cannot-connect",
+        ),
     ],
 )
 def test_the_noun_and_verb_of_a_message_decide(log: str, category: Category, rule: str) -> None:
@@ -85,6 +126,60 @@ def test_the_noun_and_verb_of_a_message_decide(log: str, category: Category, rul
     assert d.category is category
     assert d.rule == f"ladder:{rule}"
     assert d.remedy
+
+
+@pytest.mark.parametrize(
+    ("log", "category", "rule"),
+    [
+        (
+            "torch.distributed.elastic.rendezvous.api.RendezvousClosedError",
+            Category.DISTRIBUTED_FAILURE,
+            "exception-from-torch-distributed",
+        ),
+        (
+            "subprocess.CalledProcessError: Command '['which', 'c++']' returned non-zero "
+            "exit status 1.",
+            Category.MISSING_DEPENDENCY,
+            "subprocess-failed",
+        ),
+        (
+            "FileNotFoundError: [Errno 2] No such file: '/data/run/x.bin'",
+            Category.MODEL_LOAD_FAILURE,
+            "file-not-found-error",
+        ),
+    ],
+)
+def test_an_exception_namespace_alone_is_a_guess(log: str, category: Category, rule: str) -> None:
+    d = classify(log)
+    assert (d.category, d.rule) == (category, f"ladder:{rule}")
+    assert d.confidence < GUESS_BELOW
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        "ValueError: The model's max seq len (131072) exceeds the maximum number of tokens "
+        "that can be stored in KV cache (40000).",
+        "WARNING Found ulimit of 20000 and failed to automatically increase with error "
+        "current limit exceeds maximum limit.",
+    ],
+)
+def test_a_maximum_of_memory_or_a_limit_is_not_a_setting(log: str) -> None:
+    assert classify(log).rule != "ladder:more-than-the-configured-maximum"
+
+
+@pytest.mark.parametrize(
+    ("log", "category"),
+    [
+        ("ollama run llama3.1:405b\nit just remains with the rotating cursor.", "hang"),
+        ("when deployed with vllm the output is all `!!!!` for every prompt", "garbage"),
+    ],
+)
+def test_a_reporters_words_are_a_guess(log: str, category: str) -> None:
+    d = classify(log)
+    want = {"hang": Category.STARTUP_TIMEOUT_OR_HANG, "garbage": Category.GARBAGE_OUTPUT}
+    assert d.category is want[category]
+    assert d.confidence < GUESS_BELOW
 
 
 def test_a_named_cause_outweighs_the_grammar() -> None:

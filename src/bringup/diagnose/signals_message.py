@@ -12,10 +12,16 @@ the GPU refused, not as "a RuntimeError happened":
   the configuration combines graphs with an operation they cannot hold;
 - a value refused by naming what is allowed and what was given (``only supports X, got Y``)
   and an assertion whose own source line checks a parallel size: a setting;
+- a request or setting beyond a configured maximum; a package "required >= x" or to
+  "upgrade", an extension "not compiled for" this platform, a linker or Ninja missing;
+- a model file cut short (``failed to read tensor data``, a digest mismatch), a port
+  "occupied", death by SIGKILL written in words, a host allocator's failure;
 - ranks that cannot connect (c10d, NCCL's network and bootstrap layers, a master or peer
   refusing) and a cluster (Ray) that cannot place its workers: a distributed set-up;
 - a JSON library's missing key inside a model's or engine's config: the file is of another
   version than the code reading it;
+- the exception's own namespace (``torch.distributed``, ``subprocess``, a missing file)
+  as a guess, when no rule knows its message;
 - a C++ runtime's abort (an unhandled exception, ``std::terminate``, a Windows abort
   handler): the process died, cause not named.
 
@@ -49,8 +55,11 @@ RULES: tuple[Rule, ...] = (
         r"\brequires? (?:an? )?(?:GPUs?|devices?) (?:with|of) (?:compute capability|"
         r"(?:SM|sm_?) ?\d)|"
         r"\bno supported (?:CUDA |GPU |device )?arch\w* (?:were |was )?found\b|"
-        r"\bonly (?:supported|available|works?|runs?) on (?:\w+ ){0,2}(?:GPUs?|"
-        r"Hopper|Ampere|Ada|Blackwell|sm_?\d{2,3}|SM ?\d{2,3})\b)",
+        r"\bonly (?:supported|available|works?|runs?|supports?) (?:on |for )?(?:\w+ ){0,3}"
+        r"(?:GPUs?|Hopper|Ampere|Ada|Blackwell|Volta|Turing|sm_?\d{2,3}|SM ?\d{2,3})\b|"
+        r"\b(?:GPUs?|devices?) with compute capability (?:>=?|of at least|at least|above)|"
+        r"\b(?:does not|doesn't|do not|don't|cannot|can't) (?:support|run on) (?:this|the "
+        r"current|your|the installed) (?:GPU|device|architecture|hardware|platform)\b)",
         C.UNSUPPORTED_HARDWARE,
         3,
         "the code has no kernel for this GPU: choose a backend, dtype or quantization "
@@ -90,6 +99,79 @@ RULES: tuple[Rule, ...] = (
         name="assert-on-parallel-size",
         flags=("--tensor-parallel-size", "--tp", "--tp-size", "--pipeline-parallel-size"),
     ),
+    # a requested size beyond a configured maximum (not memory: OOM rules read that)
+    rule(
+        r"\bexceeds? (?:the )?(?:\w+'s |engine |model |configured |allowed )?"
+        r"max(?:imum)?[ _](?:batch|seq|sequence|input|output|new|num|number|length|len|"
+        r"tokens?|context|beam|draft|position|prompt)\w*"
+        r"(?![^.;]{0,40}?\b(?:memory|KV|cache|blocks)\b)|"
+        r"\)? ?> ?(?:the )?max(?:imum)?[ _][\w ]{0,30}?\(\d+\)",
+        C.INVALID_CONFIG,
+        2.6,
+        "a request or setting asks for more than the configured maximum (sequence length, "
+        "batch size, tokens): raise that maximum (or rebuild the engine with it) or ask "
+        "for less",
+        name="more-than-the-configured-maximum",
+    ),
+    # --- a package of another version than the code needs ---------------------------
+    rule(
+        r"\brequires? [\w.-]+ ?(?:>=|>|==|~=)\s*v?\d[\w.]*(?:[^.;]{0,40}?\b(?:but|while|"
+        r"got|found|have|installed)\b)|"
+        r"\b(?:the )?(?:current(?:ly)? )?installed (?:version of )?[\w.-]+ (?:version )?"
+        r"(?:\([\w.+]+\) )?(?:does not|doesn't|is too old|is not)|"
+        r"\b(?:please )?(?:upgrade|update|reinstall|downgrade) (?:your )?[\w.-]+ "
+        r"(?:to|version|>=|==|matching)\b|"
+        r"\bis not compiled (?:for|with)\b|\bwas not compiled with\b|"
+        r"\bNinja is required\b|/ld(?:\.\w+)?: cannot find -l\w+",
+        C.MISSING_DEPENDENCY,
+        2.8,
+        "a package, library or toolchain of another version than the engine needs: "
+        "install the version the message names (or the engine release pins)",
+        name="message-version-required",
+    ),
+    # --- a model file cut short or damaged ------------------------------------------
+    rule(
+        r"\bfailed to read (?:the )?(?:tensor data|tensor info|header|magic|file)\b|"
+        r"\bunexpected end of (?:file|stream)\b|\bdigest mismatch\b|"
+        r"\b(?:file|model|checkpoint|download) (?:is |was |appears (?:to be )?|seems "
+        r"(?:to be )?)?(?:truncated|corrupt(?:ed)?|incomplete)\b",
+        C.MODEL_LOAD_FAILURE,
+        3,
+        "the model file is cut short or damaged: download it again and compare its size "
+        "or checksum with the source",
+        name="model-file-damaged",
+    ),
+    # --- a port someone else holds, in other words than "address already in use" ----
+    rule(
+        r"\bport:? \d+ (?:is )?(?:already )?(?:occupied|taken|in use|busy|used by another)\b|"
+        r"\b(?:address|port) (?:is )?already (?:occupied|taken)\b",
+        C.PORT_IN_USE,
+        4.5,
+        "another process holds the port: stop it or let bringup pick a free port",
+        name="port-occupied",
+    ),
+    # --- death by SIGKILL written in words (most often the kernel's OOM killer) ------
+    rule(
+        r"\bexit(?:ed)? (?:on|with|by) signal 9\b|\bsignal 9 \(Killed\)|"
+        r"\bexit ?code[=: ]+-?9\b|\bwith signal SIGKILL\b|"
+        r"\bkilled by signal:? (?:SIGKILL|Killed|9)\b",
+        C.OOM_HOST,
+        3.5,
+        "a process was killed by SIGKILL, most often the kernel's OOM killer: lower host "
+        "memory use (fewer workers, no CPU offload, smaller batches) or add RAM; "
+        "dmesg shows the killer's line",
+        name="killed-by-sigkill",
+    ),
+    # host allocations that name the allocator
+    rule(
+        r"\bggml_aligned_malloc: insufficient memory\b|\bmalloc\(?\)? failed\b|"
+        r"\bfailed to allocate \d+ bytes of (?:host|CPU|system) memory\b",
+        C.OOM_HOST,
+        4,
+        "the host ran out of RAM for this allocation: free host memory, lower what the "
+        "engine holds on the CPU (offload, mmap, batch), or add RAM",
+        name="host-allocation-failed",
+    ),
     # --- a config file of another version than the code reading it ------------------
     rule(
         r"\[json\.exception\.[\w.]+\] key '\w+' not found",
@@ -107,7 +189,10 @@ RULES: tuple[Rule, ...] = (
         r"\b(?:error|fail\w*|WARN)\b|\bDuplicate GPU detected\b|"
         r"\bNCCL Error \d+\b|\bunhandled system error\b|"
         r"\bconnect(?:ion)? (?:to|with) (?:the )?(?:master|head node|rank \d+|peer|"
-        r"rendezvous)\b.{0,80}?\b(?:fail\w*|refused|timed? ?out)\b",
+        r"rendezvous)\b.{0,80}?\b(?:fail\w*|refused|timed? ?out)\b|"
+        r"\b(?:fail\w*|unable|could not|cannot) (?:to )?connect (?:to|with) (?:the )?"
+        r"(?:master|head|rank|peer|rendezvous|coordinator|leader)\b|"
+        r"\bcudaIpc\w+ failed|\bcustom[ _]?all-?reduce\b.{0,80}?\b(?:fail\w*|error)\b",
         C.DISTRIBUTED_FAILURE,
         4,
         "the ranks could not reach each other: check the network interface "
@@ -127,6 +212,35 @@ RULES: tuple[Rule, ...] = (
         "the cluster cannot place the workers: check that every node joined it and has the "
         "GPUs the parallel size asks for (ray status), or lower the parallel size",
         name="cluster-cannot-place-workers",
+    ),
+    # --- the exception's own namespace, when its message is one no rule knows --------
+    # (guesses: below weight 2, so a named cause anywhere in the log outweighs them)
+    rule(
+        r"^torch\.distributed\.[\w.]*(?:Error|Exception)\b",
+        C.DISTRIBUTED_FAILURE,
+        1.9,
+        "torch.distributed raised it: check that every rank started and can reach the "
+        "others (NCCL_DEBUG=INFO names the failing link)",
+        name="exception-from-torch-distributed",
+        case=True,
+    ),
+    rule(
+        r"^subprocess\.CalledProcessError: Command\b",
+        C.MISSING_DEPENDENCY,
+        1.8,
+        "a tool the engine runs (a compiler, a JIT build) failed: install the toolchain it "
+        "calls (gcc, python3-dev, the CUDA toolkit) at the versions the engine needs",
+        name="subprocess-failed",
+        case=True,
+    ),
+    rule(
+        r"^FileNotFoundError: \[Errno 2\]",
+        C.MODEL_LOAD_FAILURE,
+        1.6,
+        "a file the engine opens is not there: check the model path and that its files "
+        "are complete",
+        name="file-not-found-error",
+        case=True,
     ),
     # --- a C++ runtime's abort ------------------------------------------------------
     rule(

@@ -32,6 +32,8 @@ RULES: tuple[Rule, ...] = (
         r"\bstops? (?:responding|returning|generating)\b|\bnot responding\b|"
         r"\btime(?:s|d)? out indefinitely\b|\binfinite(?:ly)? loading\b|"
         r"\bwaiting (?:forever|indefinitely)\b|\bnever (?:reaches|returns|finishes)\b|"
+        r"\b(?:rotating|spinning) (?:cursor|wheel|icon)\b|\bkeeps? (?:spinning|loading)\b|"
+        r"\bloads? forever\b|"
         r"卡住|卡死|无响应",
         C.STARTUP_TIMEOUT_OR_HANG,
         1.8,
@@ -46,7 +48,10 @@ RULES: tuple[Rule, ...] = (
         r"\b(?:outputs?|results?|answers?|responses?) (?:is |are )?(?:incorrect|wrong|bad|"
         r"strange|weird|corrupted)\b|\b(?:incorrect|wrong|bad|strange|weird) "
         r"(?:outputs?|results?|answers?|text)\b|\brepetit(?:ive|ion)\b|"
-        r"\brepeat(?:s|ing)? (?:one|a single) (?:char|character|word|token)|乱码",
+        r"\brepeat(?:s|ing)? (?:one|a single) (?:char|character|word|token)|乱码|"
+        r"\b(?:outputs?|responses?|answers?|repl(?:y|ies)|results?) (?:is|are|was|were) "
+        r"(?:all |only |just |pure )?(?:nonsense|garbage|random|exclamation marks?)\b|"
+        r"\b(?:outputs?|responses?|answers?) (?:is|are|was|were) all `?[!?@#.]{3,}",
         C.GARBAGE_OUTPUT,
         1.8,
         name="reporter-says-wrong-text",
