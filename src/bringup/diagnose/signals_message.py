@@ -104,8 +104,7 @@ RULES: tuple[Rule, ...] = (
         r"\bexceeds? (?:the )?(?:\w+'s |engine |model |configured |allowed )?"
         r"max(?:imum)?[ _](?:batch|seq|sequence|input|output|new|num|number|length|len|"
         r"tokens?|context|beam|draft|position|prompt)\w*"
-        r"(?![^.;]{0,40}?\b(?:memory|KV|cache|blocks)\b)|"
-        r"\)? ?> ?(?:the )?max(?:imum)?[ _][\w ]{0,30}?\(\d+\)",
+        r"(?![^.;]{0,40}?\b(?:memory|KV|cache|blocks)\b)",
         C.INVALID_CONFIG,
         2.6,
         "a request or setting asks for more than the configured maximum (sequence length, "
@@ -143,7 +142,7 @@ RULES: tuple[Rule, ...] = (
     ),
     # --- a port someone else holds, in other words than "address already in use" ----
     rule(
-        r"\bport:? \d+ (?:is )?(?:already )?(?:occupied|taken|in use|busy|used by another)\b|"
+        r"\bport:? \d+ (?:is )?(?:already )?(?:occupied|taken|in use|used by another)\b|"
         r"\b(?:address|port) (?:is )?already (?:occupied|taken)\b",
         C.PORT_IN_USE,
         4.5,
