@@ -36,6 +36,7 @@ from bringup.checks.speculative import (
     speculative_check,
     speculative_flags,
 )
+from bringup.checks.stream_text import Engine
 from bringup.contention import ContentionMeter
 from bringup.diagnose import classify
 from bringup.engines.base import EngineAdapter
@@ -420,7 +421,10 @@ async def _checks_and_bench(
     result.checks["request_timeout_s"] = round(timeout_s, 1)
     async with OpenAIClient(base_url, api_key=ctx.api_key, timeout_s=timeout_s) as client:
         t0 = _enter(ctx, result, Stage.CORRECT, "known answers and garbage detectors")
-        report = await run_correctness(client, spec)
+        engine = None
+        if run.process is not None:  # a stalled stream is judged by what the engine did
+            engine = Engine(run.process.pid, str(run.process.log_path))
+        report = await run_correctness(client, spec, engine)
         result.checks["correctness"] = report.to_dict()
         result.timings["correct_s"] = round(time.monotonic() - t0, 3)
         if not report.passed and report.category is Category.RUNTIME_CRASH:
@@ -436,7 +440,7 @@ async def _checks_and_bench(
             return
         if not report.passed:
             assert report.category is not None
-            result.fail(Stage.CORRECT, report.category, report.evidence)
+            result.fail(Stage.CORRECT, report.category, report.evidence, transient=report.transient)
             return
 
         if spec.checks.accuracy and ctx.reference is None and not ctx.collect_reference:
@@ -527,5 +531,4 @@ async def _checks_and_bench(
     result.checks["under_load"] = load.to_dict()
     if not load.passed:
         assert load.category is not None
-        kept_working = load.category is Category.SLOW_RESPONSE  # through a stall: slow, not stuck
-        result.fail(Stage.BENCHMARKED, load.category, load.evidence, transient=kept_working)
+        result.fail(Stage.BENCHMARKED, load.category, load.evidence, transient=load.transient)

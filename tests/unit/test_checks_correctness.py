@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -17,6 +19,7 @@ from click.testing import CliRunner
 from bringup.checks import CheckReport, check_under_load, run_correctness, suite_for
 from bringup.checks.known_answers import KnownAnswer, builtin_suite
 from bringup.checks.probe import run_probe
+from bringup.checks.stream_text import Engine
 from bringup.errors import SpecError
 from bringup.http import OpenAIClient
 from bringup.spec import Spec, parse_spec
@@ -199,19 +202,63 @@ async def test_a_stream_dropping_every_third_event_is_a_wrong_answer(
     assert "non-streamed ' a process that turns" in line
 
 
-async def test_a_stream_gone_silent_is_a_timeout_long_before_the_session_timeout(
-    fake: Fake, spec: Spec
-) -> None:
+async def _silent_stream_beside(
+    fake: Fake, spec: Spec, engine_code: str | None, tmp_path: Path
+) -> tuple[CheckReport, float]:
+    """The correct stage against a server whose stream goes silent after its first event,
+    judged as if ``engine_code`` ran as its engine process (None: no process to see)."""
     fake.stall = True
+    log = tmp_path / "engine.log"
+    log.write_text("")
+    proc = None
+    if engine_code is not None:
+        # the interpreter's own start-up is CPU too: judge only what comes after it
+        code = f"print('up', flush=True)\n{engine_code}"
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None and proc.stdout.readline() == "up\n"
     started = time.monotonic()
-    async with OpenAIClient(fake.url, timeout_s=300) as c:
-        report = await run_correctness(c, spec)
-    took = time.monotonic() - started
-    fake.resume.set()  # the server's handler may end (the client has long given up)
-    assert not report.passed and report.category is Category.RUNTIME_CRASH
-    assert report.failure_kind == "timeout"  # the trial's progress sampler judges it
-    assert "did not finish within 5.0s" in report.evidence[0]
-    assert took < 120  # bounded by the stall floor (5 s), not the session's 300 s
+    try:
+        async with OpenAIClient(fake.url, timeout_s=300) as c:
+            engine = Engine(proc.pid if proc else None, str(log))
+            report = await run_correctness(c, spec, engine)
+    finally:
+        fake.resume.set()  # the server's handler may end (the client has long given up)
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+    return report, time.monotonic() - started
+
+
+async def test_a_stream_stuck_mid_answer_on_an_idle_engine_is_a_hang(
+    fake: Fake, spec: Spec, tmp_path: Path
+) -> None:
+    report, took = await _silent_stream_beside(fake, spec, "import time; time.sleep(300)", tmp_path)
+    assert not report.passed and report.category is Category.STARTUP_TIMEOUT_OR_HANG
+    assert not report.transient  # a property of the configuration: it prunes
+    assert report.failure_kind == "stall"
+    assert "went silent after ' a pr'" in report.evidence[0]
+    assert "no token for" in report.evidence[0] and "mid-stream" in report.evidence[0]
+    assert "sat idle" in report.evidence[1] and "/health answered 200" in report.evidence[1]
+    assert took < 120  # bounded by the watchdog (5 s floor), not the session's 300 s
+
+
+async def test_a_stream_silent_while_the_engine_computes_is_slow_not_a_hang(
+    fake: Fake, spec: Spec, tmp_path: Path
+) -> None:
+    report, took = await _silent_stream_beside(fake, spec, "while True: pass", tmp_path)
+    assert not report.passed and report.category is Category.SLOW_RESPONSE
+    assert report.transient  # the moment's, not the configuration's: never prunes
+    assert report.failure_kind == "slow"
+    assert "was too slow" in report.evidence[0] and "the engine kept working" in report.evidence[0]
+    assert took < 200  # up to the slow bound (10 x the 5 s limit), not the session's 300 s
+
+
+async def test_a_stream_silent_where_no_engine_can_be_seen_is_a_hang(
+    fake: Fake, spec: Spec, tmp_path: Path
+) -> None:
+    # the fake server is this process: its CPU time says nothing, silence is all there is
+    report, _ = await _silent_stream_beside(fake, spec, None, tmp_path)
+    assert report.category is Category.STARTUP_TIMEOUT_OR_HANG and not report.transient
 
 
 async def test_an_unfinished_stream_fails(fake: Fake, spec: Spec) -> None:

@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from bringup.checks.stream_text import assemble
+from bringup.checks.stream_text import Asked, check_stream
 from bringup.http import OpenAIClient, api_url, open_session, root_url, server_root
 from bringup.http.session import STALE
 from bringup.testing.fakeserver import FakeServer, FakeServerConfig
@@ -86,6 +86,7 @@ async def test_a_streamed_completion_leaves_no_stale_connection_behind() -> None
     fake = FakeServer(FakeServerConfig(event_rate=1000, close_after_stream=True))
     async with fake as srv, OpenAIClient(srv.url) as c:
         for _ in range(30):
-            text, broken = assemble(await c.complete_streamed("x", max_tokens=3))
             plain = await c.complete("x", max_tokens=3)
-            assert broken is None and text == plain.text
+            streamed = await check_stream(c, Asked("x", "x", plain.text, 3, plain.elapsed_s))
+            assert streamed.matched, streamed.error or streamed.evidence
+            assert (await c.complete("x", max_tokens=3)).text == plain.text

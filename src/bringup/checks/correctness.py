@@ -19,12 +19,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from bringup.bench.stall import WATCHDOG_ERRORS
 from bringup.checks.garbage import GarbageFinding, detect_first_token_stops, detect_garbage, quote
 from bringup.checks.known_answers import KnownAnswer, accuracy_prompts_for, suite_for
 from bringup.checks.load_answers import judge_sentinels
-from bringup.checks.stream_text import Asked, StreamOutcome, check_streams
+from bringup.checks.stream_text import Asked, Engine, StreamOutcome, check_streams
 from bringup.http import OpenAIClient, RequestError
-from bringup.server.progress import request_failure_kind
+from bringup.server.progress import judge_silence, request_failure_kind
 from bringup.spec import Spec
 from bringup.verdict import Category
 
@@ -55,6 +56,7 @@ class CheckReport:
     category: Category | None = None
     evidence: list[str] = field(default_factory=list)
     results: list[CheckResult] = field(default_factory=list)
+    transient: bool = False  # says something about the moment, not the configuration
 
     @property
     def failure_kind(self) -> str:
@@ -67,6 +69,7 @@ class CheckReport:
             "category": self.category.value if self.category else None,
             "evidence": list(self.evidence),
             "results": [asdict(r) for r in self.results],
+            "transient": self.transient,
         }
 
     @classmethod
@@ -77,6 +80,7 @@ class CheckReport:
             category=Category(cat) if cat else None,
             evidence=list(d.get("evidence", [])),
             results=[CheckResult(**r) for r in d.get("results", [])],
+            transient=bool(d.get("transient", False)),
         )
 
 
@@ -115,8 +119,11 @@ async def _ask(
     return res, finding
 
 
-async def run_correctness(client: OpenAIClient, spec: Spec) -> CheckReport:
-    """Known answers and garbage detectors at temperature 0 against a running server."""
+async def run_correctness(
+    client: OpenAIClient, spec: Spec, engine: Engine | None = None
+) -> CheckReport:
+    """Known answers and garbage detectors at temperature 0 against a running server;
+    ``engine`` (its process and log, where known) is the streamed check's stall evidence."""
     results: list[CheckResult] = []
     garbage: list[str] = []
     for ka in suite_for(spec):
@@ -136,12 +143,14 @@ async def run_correctness(client: OpenAIClient, spec: Spec) -> CheckReport:
         return report
     # the longest answers give a streaming path the most events to get wrong
     asked = [Asked(r.name, r.prompt, r.output, FREE_TEXT_TOKENS, r.elapsed_s) for r in free]
-    return judge_streams(report, await check_streams(client, asked))
+    return judge_streams(report, await check_streams(client, asked, engine))
 
 
 def judge_streams(report: CheckReport, outcomes: Sequence[StreamOutcome]) -> CheckReport:
     """A passed report, failed where a streamed answer is not the non-streamed one
-    (``wrong_answer``) or a streamed request got no answer (``runtime_crash``)."""
+    (``wrong_answer``), a streamed request got no answer (``runtime_crash``, judged by the
+    trial from the engine's state) or the stall watchdog ended it (a hang when the engine
+    sat idle with the stream open, slow when it worked: :func:`judge_silence`)."""
     for o in outcomes:
         report.results.append(
             CheckResult(
@@ -156,6 +165,12 @@ def judge_streams(report: CheckReport, outcomes: Sequence[StreamOutcome]) -> Che
         )
         if o.note:
             report.evidence.append(o.note)
+        if o.error and o.error_kind in WATCHDOG_ERRORS:
+            category, transient, why = judge_silence(
+                working=o.error_kind == "slow", watched=True, health_status=o.health_status
+            )
+            evidence = [o.error, f"{why}; /health answered {o.health_status or 'nothing'}"]
+            return CheckReport(False, category, evidence, report.results, transient=transient)
         if o.error:
             return CheckReport(False, Category.RUNTIME_CRASH, [o.error], report.results)
         if o.evidence:
@@ -270,10 +285,9 @@ def check_under_load(
 
 
 def _stalled(at: str, stall: dict[str, Any], level: LoadLevel) -> CheckReport:
-    """The stall watchdog ended streams: a hang while /health says 200, else a crash; but
-    an engine that kept working through the silence (``stall["progress"]``, sampled by the
-    benchmark, or ``stall["slow"]``: the watchdog itself saw it work) is slow, not stuck:
-    ``slow_response``, which the sweep treats as transient."""
+    """The stall watchdog ended streams: judged by :func:`judge_silence` from what the
+    engine did during the silence (``stall["progress"]``, sampled by the benchmark, or
+    ``stall["slow"]``: the watchdog itself saw it work) and what /health answered."""
     health = stall.get("health_status")
     line = (
         f"at concurrency {at}: {stall.get('requests', 0)} stream(s) "
@@ -282,10 +296,10 @@ def _stalled(at: str, stall: dict[str, Any], level: LoadLevel) -> CheckReport:
         f"/health answered {health or 'nothing'}"
     )
     progress = stall.get("progress") or {}
-    category = Category.STARTUP_TIMEOUT_OR_HANG if health == 200 else Category.RUNTIME_CRASH
-    if health == 200 and (progress.get("progressing") or stall.get("slow")):
-        category = Category.SLOW_RESPONSE
-    return CheckReport(False, category, [line, *progress.get("evidence", []), *_errors(level)])
+    working = bool(progress.get("progressing") or stall.get("slow"))
+    category, transient, _ = judge_silence(working=working, watched=True, health_status=health)
+    evidence = [line, *progress.get("evidence", []), *_errors(level)]
+    return CheckReport(False, category, evidence, transient=transient)
 
 
 def _errors(level: LoadLevel) -> list[str]:

@@ -18,25 +18,38 @@ ends unfinished (neither ``[DONE]`` nor a finish reason) or carries an error eve
 the same way; a request that gets no answer is left to the caller's no-answer verdict
 (``error`` and ``error_kind`` on its result).
 
-A streamed request is given :data:`~bringup.bench.stall.FACTOR` times the time the same
-request took non-streamed (at least :data:`~bringup.bench.stall.FLOOR_S`): a stream that
-goes silent is a timeout there, judged by the caller's progress sampler (slow or stuck),
-not after the session's whole request timeout.
+The streamed request goes through the benchmark's own streaming client and stall
+watchdog (:func:`bringup.bench.client.send`), armed from the time the same request took
+non-streamed (:func:`bringup.bench.stall.from_requests`) and with the engine's process and
+log (``Engine``; else the process listening on the server's loopback port). A stream that
+goes silent is judged while it is still open, as in the benchmark: an engine sitting idle
+is a ``stall``, one visibly working is ``slow`` (``error_kind``); the correct stage turns
+either into a verdict with :func:`bringup.server.progress.judge_silence`, the one rule for
+a silence wherever it is seen (a hang of the configuration, or slow and transient). A
+request that gets no answer at all is left to the caller's no-answer verdict (``error``
+and ``error_kind`` on its result).
 
 Cost: one streamed request per free-text prompt (and one more only on a mismatch).
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from bringup.bench.records import RequestRecord, parse_stream
-from bringup.bench.stall import FACTOR, FLOOR_S
+from bringup.bench.client import send
+from bringup.bench.records import RequestRecord, now
+from bringup.bench.stall import WATCHDOG_ERRORS, StallWatch, from_requests
+from bringup.bench.stream_http import StreamPool
 from bringup.checks.garbage import quote
 from bringup.checks.load_answers import shared_prefix
 from bringup.http import OpenAIClient, RequestError
-from bringup.server.progress import request_failure_kind
+from bringup.http.openai import completion_body
+from bringup.http.session import auth_headers
+from bringup.http.urls import root_url
+from bringup.server.progress import listener_pid, request_failure_kind
 
 
 @dataclass
@@ -59,14 +72,8 @@ class StreamOutcome:
     evidence: str | None = None  # why it failed (None when it matched)
     note: str | None = None  # matched the re-asked answer, not the first one
     error: str | None = None  # the streamed request got no answer
-    error_kind: str | None = None
-
-
-def assemble(body: bytes) -> tuple[str, str | None]:
-    """The text of one SSE completion body, and what was wrong with the stream (or None)."""
-    rec = RequestRecord(index=0, scheduled=0.0)
-    parse_stream(rec, [(0.0, body)])
-    return rec.text, rec.error
+    error_kind: str | None = None  # request_failure_kind, or the watchdog's stall | slow
+    health_status: int | None = None  # what /health answered after the watchdog ended it
 
 
 def parted(answer: str, streamed: str, prompt: str, name: str) -> str:
@@ -81,26 +88,82 @@ def parted(answer: str, streamed: str, prompt: str, name: str) -> str:
     )
 
 
-async def check_stream(client: OpenAIClient, asked: Asked) -> StreamOutcome:
+@dataclass(frozen=True)
+class Engine:
+    """The engine process behind the server, where known: the stall watchdog's evidence."""
+
+    pid: int | None = None
+    log: str | None = None
+
+
+def _transport(error: str) -> bool:
+    """The request failed on its way (the benchmark client's errors), not in its events."""
+    return error in ("timeout", "connect", "disconnect", "client_error") or error.startswith(
+        "http_"
+    )
+
+
+def _kind(error: str) -> str:
+    """A streamed request's transport error as :func:`request_failure_kind` names it."""
+    if error in WATCHDOG_ERRORS or error == "timeout":
+        return error
+    if error in ("connect", "disconnect"):
+        return "connection"
+    if error.startswith("http_5"):
+        return "server_error"
+    return "other"
+
+
+async def _streamed(
+    client: OpenAIClient, asked: Asked, engine: Engine
+) -> tuple[RequestRecord, str | None, StallWatch]:
+    """``asked`` streamed greedily through the benchmark's own client and stall watchdog."""
+    pid = engine.pid
+    if pid is None:
+        pid = await asyncio.to_thread(listener_pid, client.base_url)
+    # a watchdog from the same request's non-streamed time, as the benchmark arms one from
+    # its idle sentinels: silence far beyond that is judged by what the engine does
+    limits = from_requests(asked.elapsed_s, asked.max_tokens, 1)
+    watch = replace(limits, pid=pid, log=engine.log)
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "text/event-stream",
+        # llama-server closes a connection after its stream without saying so
+        "Connection": "close",
+        **auth_headers(client.api_key),
+    }
+    body = completion_body(asked.prompt, asked.max_tokens, 0.0)
+    body["stream"] = True
+    pool = StreamPool(root_url(client.base_url, "/v1/completions"), headers)
+    rec = RequestRecord(index=0, scheduled=now())
+    try:
+        detail = await send(pool, json.dumps(body).encode(), rec, client.timeout_s, watch=watch)
+    finally:
+        await pool.close()
+    return rec, detail, watch
+
+
+async def check_stream(
+    client: OpenAIClient, asked: Asked, engine: Engine | None = None
+) -> StreamOutcome:
     """Stream ``asked.prompt`` greedily and compare its text with ``asked.answer``."""
     out = StreamOutcome(asked.name, asked.prompt, "", matched=False)
-    # the same request streamed takes about as long: a stream silent far beyond that is
-    # stuck (the benchmark's stall factor and floor), not worth the session's whole timeout
-    limit = max(FLOOR_S, FACTOR * asked.elapsed_s)
-    try:
-        body = await client.complete_streamed(
-            asked.prompt, max_tokens=asked.max_tokens, timeout_s=limit
+    rec, detail, watch = await _streamed(client, asked, engine or Engine())
+    said = f"{asked.name}: the streamed answer to prompt {quote(asked.prompt, 60)}"
+    if rec.error in WATCHDOG_ERRORS:
+        # the engine was watched during the silence: judge_silence decides slow or hang
+        how = "was too slow" if rec.error == "slow" else "went silent"
+        out.error_kind, out.health_status = rec.error, (await client.health())[0]
+        out.error = (
+            f"{said} {how} after {quote(rec.text, 60)}: {detail} ({watch.describe()}, from "
+            f"the {asked.elapsed_s:.2f}s the same request took non-streamed)"
         )
-    except RequestError as exc:
-        out.error, out.error_kind = str(exc), request_failure_kind(exc)
-        if out.error_kind == "timeout":
-            out.error = (
-                f"{asked.name}: the streamed answer to prompt {quote(asked.prompt, 60)} did not "
-                f"finish within {limit:.1f}s ({FACTOR:g}x the {asked.elapsed_s:.2f}s the same "
-                f"request took non-streamed, at least {FLOOR_S:g}s): {exc}"
-            )
         return out
-    out.streamed, broken = assemble(body)
+    if rec.error is not None and _transport(rec.error):
+        out.error_kind = _kind(rec.error)
+        out.error = f"{said} got no answer ({rec.error}: {detail or 'nothing more'})"
+        return out
+    out.streamed, broken = rec.text, rec.error
     if broken is not None:
         out.evidence = (
             f"{asked.name}: the streamed answer to prompt {quote(asked.prompt, 60)} ended "
@@ -127,11 +190,13 @@ async def check_stream(client: OpenAIClient, asked: Asked) -> StreamOutcome:
     return out
 
 
-async def check_streams(client: OpenAIClient, asked: Sequence[Asked]) -> list[StreamOutcome]:
+async def check_streams(
+    client: OpenAIClient, asked: Sequence[Asked], engine: Engine | None = None
+) -> list[StreamOutcome]:
     """Each prompt in turn; stops at the first that fails or gets no answer."""
     outcomes: list[StreamOutcome] = []
     for a in asked:
-        outcomes.append(await check_stream(client, a))
+        outcomes.append(await check_stream(client, a, engine))
         if not outcomes[-1].matched:
             break
     return outcomes

@@ -54,6 +54,12 @@ class OpenAIClient:
         self._session: aiohttp.ClientSession | None = None
         self._owned = True
 
+    @property
+    def api_key(self) -> str | None:
+        """The key sent with every request (never logged): for a stream read by another
+        client of the same server (the benchmark's streaming client, see checks.stream_text)."""
+        return self._api_key
+
     @classmethod
     def sharing(cls, session: aiohttp.ClientSession, base_url: str) -> OpenAIClient:
         """A client over a session its owner opened and closes (the benchmark's pool, with
@@ -170,33 +176,6 @@ class OpenAIClient:
         start = time.perf_counter()
         payload = await self.post_json("/v1/completions", body)
         return parse_completion(payload, time.perf_counter() - start)
-
-    async def complete_streamed(
-        self,
-        prompt: str,
-        *,
-        max_tokens: int,
-        temperature: float = 0.0,
-        model: str | None = None,
-        stop: list[str] | None = None,
-        timeout_s: float | None = None,
-    ) -> bytes:
-        """The raw server-sent-events body of one streamed text completion, read to its end
-        (:func:`bringup.bench.parse_stream` assembles it); non-2xx raises RequestError.
-        ``timeout_s`` bounds it instead of the session's timeout."""
-        body = completion_body(prompt, max_tokens, temperature, model=model, stop=stop)
-        body["stream"] = True
-        # llama-server closes a connection after its stream without saying so: a pooled
-        # connection reused after it would fail the next request; asked, it says so
-        close = {"Connection": "close"}
-        status, raw = await self._request(
-            "POST", "/v1/completions", body, headers=close, timeout_s=timeout_s
-        )
-        if not 200 <= status < 300:
-            text = raw.decode("utf-8", "replace")
-            what = f"POST /v1/completions answered {status}: {text[:300]}"
-            raise RequestError(what, status, text)
-        return raw
 
     async def health(self, path: str = "/health") -> tuple[int, bytes]:
         """Status and body of the health endpoint; status 0 means no HTTP answer at all."""

@@ -6,13 +6,15 @@
   over a short window (CPU time its process tree used, log growth). Progress is
   ``slow_response``, none is ``stalled``. Both are transient: the sweep retries the
   configuration once and they never prune others (a loaded machine is not a property of
-  the configuration).
+  the configuration; and an engine drops a request whose client left, so idle afterwards
+  proves nothing).
 
 A stream the benchmark's stall watchdog ended is judged the same way, over the silence
 itself: :class:`ProgressMeter` samples the engine's tree CPU time and log size once a second
 while the benchmark runs, and :meth:`ProgressMeter.over` says what the engine did in the
 last seconds before the watchdog fired. Work meanwhile (a loaded machine, a queue) is
-``slow_response``; none is the hang the watchdog is for.
+``slow_response``; none, seen while the request was still open, is the hang the watchdog
+is for. :func:`judge_silence` is that one rule, for every place a silence is seen.
 
 How long to wait comes from measured speed, not a constant: ``request_timeout_s`` is the
 tokens a check asks for over the decode rate measured on the reference, times a margin.
@@ -211,19 +213,50 @@ class ProgressMeter:
         return p
 
 
-def judge_no_answer(kind: str, progress: Progress | None) -> tuple[Category, bool, str]:
-    """Category, transient, and one sentence for a request a live engine did not answer."""
-    if kind not in ("timeout", "connection"):
-        what = "answered the request with 5xx" if kind == "server_error" else "failed a request"
-        return Category.RUNTIME_CRASH, False, f"the engine is up but {what}"
-    if progress is not None and progress.progressing:
+def judge_silence(
+    *, working: bool, watched: bool, health_status: int | None = 200
+) -> tuple[Category, bool, str]:
+    """The one verdict for a live engine that left a request without (all of) its answer:
+    category, transient, and one sentence. Evidence decides, wherever it was seen (the
+    correct stage's streamed check, the benchmark, a check request that timed out):
+
+    - ``/health`` not answering 200: ``runtime_crash``;
+    - the engine visibly working (``working``: CPU used, log grown, other streams served)
+      is slow, ``slow_response``: transient, it never prunes;
+    - idle while the request was still open (``watched``: the stall watchdog looked during
+      the silence) is a hang of this configuration, ``startup_timeout_or_hang``: nothing
+      else was in the way, so a retry reproduces it, and it prunes;
+    - idle only when looked at after the request was given up is ``stalled``, transient:
+      an engine drops the work of a request whose client left (llama-server cancels it),
+      so an idle engine then proves nothing about the request.
+    """
+    if health_status is not None and health_status != 200:
+        return Category.RUNTIME_CRASH, False, "the engine stopped answering /health with 200"
+    if working:
         return (
             Category.SLOW_RESPONSE,
             True,
-            "the engine is alive and still working, only slower than the request timeout",
+            "the engine is alive and still working, only slower than the request's limit",
+        )
+    if watched:
+        return (
+            Category.STARTUP_TIMEOUT_OR_HANG,
+            False,
+            "hang: /health 200 but the engine sat idle (no CPU used, no log written) "
+            "with the request open",
         )
     return (
         Category.STALLED,
         True,
-        "the engine is alive but made no progress (no CPU used, no log written)",
+        "the engine is alive but made no progress (no CPU used, no log written) "
+        "after the request was given up",
     )
+
+
+def judge_no_answer(kind: str, progress: Progress | None) -> tuple[Category, bool, str]:
+    """Category, transient, and one sentence for a request a live engine did not answer;
+    its progress was sampled after the request was given up (:func:`judge_silence`)."""
+    if kind not in ("timeout", "connection"):
+        what = "answered the request with 5xx" if kind == "server_error" else "failed a request"
+        return Category.RUNTIME_CRASH, False, f"the engine is up but {what}"
+    return judge_silence(working=progress is not None and progress.progressing, watched=False)
