@@ -325,3 +325,31 @@ def test_budget_note_names_the_best_once_running_trials_report() -> None:
     assert len(stop) == 1, planner.notes
     assert "best proven so far: t3" in stop[0]
     assert "1 trial(s) already running were let finish" in stop[0]
+
+
+def test_best_counts_the_reference_run_first_where_no_candidate_is_it() -> None:
+    """[[candidates]] without the reference: the sweep runs the reference before asking;
+    the planner's best (its notes, its re-measuring) must weigh it like the sweep's winner."""
+    planner = DefaultPlanner(
+        spec=parse_spec(
+            '[engine]\nname = "vllm"\n[model]\npath = "m"\n'
+            '[reference]\n"--enforce-eager" = true\n'
+            '[[candidates]]\n"--enforce-eager" = true\n"--speculative-config" = "ngram"\n'
+            "[plan]\nmax_samples = 1\n"
+        )
+    )
+    ref = PlannedTrial(planner.spec.reference_config(), "reference", 1.0)
+    r = TrialResult(trial_id="t1", flags=dict(ref.config))
+    r.status, r.stage = Status.PASSED, Stage.PASSED
+    r.metrics = {"output_tok_s": 426.3, "ttft_p50_ms": 100.0, "ttft_p99_ms": 150.0}
+    planner.tell(ref, r)  # not asked for: run first by the sweep
+    (cand,) = planner.ask(1)
+    assert "--speculative-config" in cand.config
+    c = TrialResult(trial_id="t2", flags=dict(cand.config))
+    c.status, c.stage = Status.PASSED, Stage.PASSED
+    c.metrics = {"output_tok_s": 421.0, "ttft_p50_ms": 100.0, "ttft_p99_ms": 150.0}
+    planner.tell(cand, c)
+    assert planner.ask(1) == []
+    best = planner.best()
+    assert best is not None and best.trial_id == "t1"
+    assert not any("winner t2" in n for n in planner.notes), planner.notes

@@ -180,6 +180,13 @@ class SweepPlanner:
             r.flags = dict(planned.config)
             r.metrics.setdefault("bench_scale", planned.bench_scale)
             results.append(r)
+        # trials the sweep ran before asking (the reference first, its control) count even
+        # where this planner never offers their configuration ([[candidates]] without it):
+        # the sweep's winner is chosen over every result, so the best named here must be too
+        recorded = {id(result) for _, result in self._observed}
+        for result in self._first_looks.values():
+            if id(result) not in recorded:
+                results.append(result.model_copy(deep=True))
         return choose_winner(results, self.spec)
 
     # ---- bookkeeping -------------------------------------------------------------------
