@@ -25,7 +25,8 @@ from typing import Any
 from bringup.checks.garbage import detect_garbage, quote
 from bringup.checks.known_answers import KnownAnswer, builtin_suite
 from bringup.http import OpenAIClient, RequestError
-from bringup.server.progress import SAMPLE_WINDOW_S, ProgressMeter, listener_pid
+from bringup.server.progress import SAMPLE_WINDOW_S, ProgressMeter, judge_silence, listener_pid
+from bringup.verdict import Category
 
 PROBE_ANSWER = "eiffel-paris"  # two tokens, and right on any language model worth serving
 
@@ -72,7 +73,11 @@ class _Engine:
                 f"the server (pid {res.engine_pid}) used {progress.cpu_s:.2f} CPU-s "
                 f"over the last {progress.window_s:.1f} s"
             )
-        if progress is not None and progress.progressing:
+        # the one verdict for a silence (the benchmark's and the correct stage's): the
+        # meter looked while the request was still open
+        working = progress is not None and progress.progressing
+        category, _, _ = judge_silence(working=working, watched=True)
+        if category is Category.SLOW_RESPONSE:
             res.slow_s = waited_s
             res.verdict = (
                 f"slow: /health 200 and the server is working ({res.progress}), "
