@@ -1,6 +1,8 @@
 """Print what the paired-load sweep's checks measured, from its store."""
 
-import json, sqlite3, sys
+import json
+import sqlite3
+import sys
 
 db = sqlite3.connect(sys.argv[1])
 rows = db.execute(
@@ -73,5 +75,5 @@ for key, cfg, answers in db.execute(
         "load_floor:",
         json.dumps(meta.get("load_floor")),
         "under_load meta:",
-        json.dumps((ul.get("meta") if isinstance(ul, dict) else None)),
+        json.dumps(ul.get("meta") if isinstance(ul, dict) else None),
     )
