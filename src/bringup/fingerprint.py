@@ -14,7 +14,11 @@ import shutil
 import subprocess
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bringup.engines.base import EngineAdapter
+    from bringup.spec import Spec
 
 
 @lru_cache(maxsize=1)
@@ -102,6 +106,17 @@ def collect(engine: str, engine_version: str, model: str | None) -> dict[str, An
         "model": model,
         "model_sha256": file_sha256(model) if model else None,
     }
+
+
+def engine_fingerprint(spec: Spec, adapter: EngineAdapter) -> tuple[str, dict[str, Any]]:
+    """The engine's version and this machine's fingerprint for it (also taken on each node
+    a placing executor runs a trial on)."""
+    info = adapter.info(spec)
+    finger = collect(adapter.name, info.version, spec.model.path)
+    finger["engine_details"] = {k: v for k, v in info.details.items() if k != "binary"}
+    # a rebuilt engine may report the same version string: its executable's content cannot
+    finger["engine_sha256"] = executable_sha256(adapter.locate(spec)[0])
+    return info.version, finger
 
 
 def fingerprint_key(fp: dict[str, Any]) -> str:

@@ -24,8 +24,8 @@ from bringup.checks import ReferenceAnswers
 from bringup.checks.paired_load import is_control, note_control
 from bringup.engines.base import EngineAdapter
 from bringup.engines.registry import get_engine
-from bringup.executors import Executor, LocalExecutor, TrialDone, TrialJob
-from bringup.executors.local import device_turns
+from bringup.executors.base import Executor, TrialDone, TrialJob
+from bringup.executors.local import LocalExecutor, device_turns
 from bringup.plan import Budget, PlannedTrial, ReferenceFirst, SweepPlanner, make_planner
 from bringup.plan.base import FIRST_LOOK
 from bringup.plan.retry import RetryTransient
@@ -98,19 +98,8 @@ def prepare(spec: Spec) -> PreparedSpec:
         spec.model.path = str(resolve_builtin(spec.model.builtin))
     adapter.check_model(spec)
     preflight(spec, adapter.locate(spec))
-    version, finger = engine_fingerprint(spec, adapter)
+    version, finger = fp.engine_fingerprint(spec, adapter)
     return PreparedSpec(spec, adapter, version, finger, fp.fingerprint_key(finger))
-
-
-def engine_fingerprint(spec: Spec, adapter: EngineAdapter) -> tuple[str, dict[str, Any]]:
-    """The engine's version and this machine's fingerprint for it (also taken on each node
-    a placing executor runs a trial on)."""
-    info = adapter.info(spec)
-    finger = fp.collect(adapter.name, info.version, spec.model.path)
-    finger["engine_details"] = {k: v for k, v in info.details.items() if k != "binary"}
-    # a rebuilt engine may report the same version string: its executable's content cannot
-    finger["engine_sha256"] = fp.executable_sha256(adapter.locate(spec)[0])
-    return info.version, finger
 
 
 @dataclass

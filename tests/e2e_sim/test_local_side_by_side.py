@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bringup.errors import SpecError
-from bringup.executors import LocalExecutor
+from bringup.executors.local import LocalExecutor
 from bringup.server.devicelock import DeviceLocks, Held, Turn
 from bringup.store import Store
 from bringup.sweep import RunRecorder, SweepOptions, local_executor, prepare, run_sweep

@@ -16,7 +16,7 @@ import pytest
 
 from bringup.engines.registry import get_engine
 from bringup.errors import PortBusyError
-from bringup.executors import Executor, TrialDone, TrialJob, abort_if_port_busy
+from bringup.executors.base import Executor, TrialDone, TrialJob, abort_if_port_busy
 from bringup.plan import Budget, GridPlanner, PlannedTrial, ReferenceFirst
 from bringup.spec import Spec, parse_spec
 from bringup.store import Store

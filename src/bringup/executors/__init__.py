@@ -1,19 +1,5 @@
-"""Executors: where planned trials run (see :mod:`bringup.executors.base` for the seam)."""
+"""Executors: where planned trials run (see :mod:`bringup.executors.base` for the seam).
 
-from bringup.executors.base import (
-    Executor,
-    TrialDone,
-    TrialJob,
-    TrialSink,
-    abort_if_port_busy,
-)
-from bringup.executors.local import LocalExecutor
-
-__all__ = [
-    "Executor",
-    "LocalExecutor",
-    "TrialDone",
-    "TrialJob",
-    "TrialSink",
-    "abort_if_port_busy",
-]
+Nothing is imported here: a Ray worker importing :mod:`bringup.executors.ray_task` runs this
+file first, and should not load the local executor, the store and the checks with it.
+"""

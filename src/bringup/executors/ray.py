@@ -13,6 +13,8 @@ cancels every task: Ray interrupts it, the trial tears its engine down (SIGTERM 
 process group, SIGKILL after the grace period), and a task still alive after that is
 force-killed, its engine then ended by its parent-death signal
 (:mod:`bringup.server.process`). Ray does the scheduling; nothing here queues or places.
+
+What runs on the nodes (the task and the board) is :mod:`bringup.executors.ray_task`.
 """
 
 from __future__ import annotations
@@ -29,10 +31,10 @@ from bringup.checks import ReferenceAnswers
 from bringup.engines.base import EngineAdapter
 from bringup.errors import SpecError
 from bringup.executors.base import TrialDone, TrialJob, abort_if_port_busy, reuse_verdict
-from bringup.plan.base import PlannedTrial
+from bringup.executors.ray_task import Board, remote_trial
 from bringup.spec import Config, Spec
 from bringup.store import Store
-from bringup.verdict import Stage, Status, TrialResult
+from bringup.verdict import Status, TrialResult
 
 LOST_RETRIES = 2  # a trial whose worker or node died is sent again at most this often
 POLL_S = 1.0  # how often the driver drains stage changes (progress; results are awaited)
@@ -60,83 +62,6 @@ def gpus_for(
     if n > 1:
         return float(n)
     return 1.0 if cluster_has_resource else 0.0
-
-
-@dataclass
-class _Placed:
-    """What a task reports back besides the result."""
-
-    node: str
-    fingerprint: dict[str, Any]  # the row's fingerprint key is derived from it
-
-
-def _remote_trial(
-    spec: Spec,
-    planned: PlannedTrial,
-    trial_id: str,
-    run_dir: str,
-    reference: dict[str, Any] | None,
-    collect_reference: bool,
-    decode_tok_s: float | None,
-    decided: dict[str, str],
-    board: Any,
-    adopt: bool,
-    api_key: str | None,
-) -> tuple[str, dict[str, Any] | None, str | None, _Placed]:
-    """Run on the node Ray placed it: the trial, start to teardown. Returns the result as
-    JSON, the reference answers it collected, the trial it reused (if any) and the node."""
-    from bringup import fingerprint as fp
-    from bringup.engines.registry import get_engine
-    from bringup.sweep import engine_fingerprint
-    from bringup.trial import TrialContext, run_trial
-
-    adapter = get_engine(spec.engine.name)
-    _version, finger = engine_fingerprint(spec, adapter)
-    key = fp.fingerprint_key(finger)
-    placed = _Placed(_node_name(), finger)
-    if key in decided:
-        return decided[key], None, "reused", placed
-
-    def on_stage(result: TrialResult, stage: Stage, message: str) -> None:
-        board.post.remote(trial_id, result.model_dump_json(), message)
-
-    Path(run_dir).mkdir(parents=True, exist_ok=True)
-    ctx = TrialContext(
-        spec,
-        adapter,
-        Path(run_dir),
-        adopt=adopt,
-        reference=ReferenceAnswers.from_dict(reference) if reference else None,
-        collect_reference=collect_reference,
-        on_stage=on_stage,
-        api_key=api_key,
-        decode_tok_s=decode_tok_s,
-        timeout_scale=planned.timeout_scale,
-    )
-    trial = asyncio.run(run_trial(ctx, planned, trial_id))
-    answers = trial.answers.to_dict() if trial.answers is not None else None
-    return trial.result.model_dump_json(), answers, None, placed
-
-
-def _node_name() -> str:
-    """The node this task runs on: its address and Ray's node id (several nodes may share
-    an address). Read from the task's own context: no round trip to the cluster."""
-    ray = _ray()
-    node_id = str(ray.get_runtime_context().get_node_id())
-    return f"{ray.util.get_node_ip_address()}/{node_id[:8]}"
-
-
-class _Board:
-    """Stage changes posted by tasks, drained by the driver (a Ray actor)."""
-
-    def __init__(self) -> None:
-        self.posts: dict[str, list[tuple[str, str]]] = {}
-
-    def post(self, trial_id: str, result_json: str, message: str) -> None:
-        self.posts.setdefault(trial_id, []).append((result_json, message))
-
-    def take(self, trial_id: str) -> list[tuple[str, str]]:
-        return self.posts.pop(trial_id, [])
 
 
 @dataclass
@@ -173,8 +98,8 @@ class RayExecutor:
         beside_driver = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
             ray.get_runtime_context().get_node_id(), soft=True
         )
-        self._board = ray.remote(num_cpus=0, scheduling_strategy=beside_driver)(_Board).remote()
-        self._remote = ray.remote(max_retries=0)(_remote_trial)
+        self._board = ray.remote(num_cpus=0, scheduling_strategy=beside_driver)(Board).remote()
+        self._remote = ray.remote(max_retries=0)(remote_trial)
         self._capacity = self._fit()
 
     def _fit(self) -> int:
