@@ -14,6 +14,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bringup.testing.hogs import Slack
+
 WORLD = """
 [world]
 name = "tiny"
@@ -108,12 +110,17 @@ async def poll(url: str, until_s: float = 15.0, stop_at: int = 200) -> list[int 
 
 
 async def test_sglang_refused_then_503_then_200_and_serves(
-    tmp_path: Path, procs: list[subprocess.Popen[str]]
+    tmp_path: Path, procs: list[subprocess.Popen[str]], slack: Slack
 ) -> None:
     port = free_port()
-    procs.append(start(world_file(tmp_path), port, "--backend", "good"))
+    # the phases count from launch, and the simulated engine's own imports come first: on
+    # a loaded machine they can outlast a fixed 1 s start-up, leaving no 503 phase to see.
+    # Both times are measured in interpreter start-ups, so the phase stays wide under load.
+    listen, ready = slack(30), slack(150)
+    world = world_file(tmp_path, startup=ready, listen=listen)
+    procs.append(start(world, port, "--backend", "good"))
     base = f"http://127.0.0.1:{port}"
-    assert await poll(f"{base}/health") == ["refused", 503, 200]
+    assert await poll(f"{base}/health", until_s=ready + 15) == ["refused", 503, 200]
     async with aiohttp.ClientSession() as s:
         async with s.get(f"{base}/v1/models") as r:
             assert (await r.json())["data"][0]["id"] == "m"
