@@ -13,10 +13,10 @@ Prints accuracy per engine, precision/recall per category, the confusion pairs
 the old default run; ``all`` is fit plus heldout). ``heldout`` and ``heldout2`` are
 retired held-out sets: measured several times while rules changed, they are read by rule
 writers since 2026-12-01 (commit ``0187dcd``), so their ids print and ``--verbose`` works;
-they stay separate files so their figures remain reportable, as fit figures
-(``retired`` is both). ``heldout3`` is the held-out set collected once ``heldout2`` had
-been measured, and ``heldout4`` the fourth, collected once ``heldout3`` had been measured
-three times: for them the fit figure is printed on the line
+they stay separate files so their figures remain reportable, as fit figures. ``heldout3``,
+measured five times while rules changed, is retired the same way since 2026-12-03 (commit
+``cb027c2``); ``retired`` is all three. ``heldout4`` is the fourth held-out set, collected once
+``heldout3`` had been measured three times: for it the fit figure is printed on the line
 before, and case ids and log lines are never printed (``--verbose`` is refused): whoever
 writes rules reads the held-out figure, never its cases.
 """
@@ -33,8 +33,9 @@ from bringup.diagnose import classify
 
 DATA = Path(__file__).resolve().parent / "data" / "diagnose"
 SPLITS = ("fit", "heldout", "heldout2", "retired", "heldout3", "heldout4", "all", "legacy")
-HIDDEN = ("heldout3", "heldout4")  # splits whose cases are never printed
-RETIRED = ("heldout", "heldout2")  # once held out, read by rule writers since 0187dcd
+HIDDEN = ("heldout4",)  # splits whose cases are never printed
+# once held out, read by rule writers: heldout and heldout2 since 0187dcd, heldout3 since cb027c2
+RETIRED = ("heldout", "heldout2", "heldout3")
 BANDS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.85), (0.85, 1.01))
 
 
