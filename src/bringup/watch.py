@@ -12,6 +12,11 @@ median time of the passing ones (at least ``stall_floor_s``, at most ``timeout_s
 server whose ``/health`` answers 200 but which produces nothing within that is a ``hang``
 verdict carrying the silence's length (``ProbeResult.hang_s``), well before a fixed timeout.
 
+A slow probe (no answer in time while the server's process kept computing, see
+:mod:`bringup.checks.probe`) is not a failed one: a busy server is not restarted, since a
+restart would kill the work it is doing. It is counted apart (``WatchOutcome.slow``), and
+it neither adds to the run of consecutive failures nor ends it.
+
 Recheck: with ``recheck`` (a coroutine that re-runs the stored winner, see
 :mod:`bringup.recheck`, and returns a one-line verdict and whether it regressed) and
 ``recheck_every_s``, the watch runs it on that schedule between probes; a regression
@@ -57,7 +62,8 @@ class WatchEvent:
 @dataclass
 class WatchOutcome:
     probes: int = 0
-    failed: int = 0
+    failed: int = 0  # failed probes (slow ones are not among them)
+    slow: int = 0  # probes that got no answer in time while the server kept computing
     tripped: bool = False
     trips: int = 0
     rechecks: list[tuple[float, str, bool]] = field(default_factory=list)  # (at, line, bad)
@@ -124,8 +130,12 @@ async def watch_server(
         out.last = result
         if result.passed:
             passing[:] = [*passing[-19:], result.elapsed_s]
-        streak = 0 if result.passed else streak + 1
-        out.failed += 0 if result.passed else 1
+            streak = 0
+        elif result.slow_s is not None:
+            out.slow += 1  # working, only slowly: no restart, and no pass either
+        else:
+            streak += 1
+            out.failed += 1
         event = WatchEvent(time.time(), result, streak)
         out.events = [*out.events[-(keep_events - 1) :], event] if keep_events > 0 else []
         on_verdict(event)

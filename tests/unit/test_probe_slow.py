@@ -14,8 +14,9 @@ from collections.abc import Iterator
 import pytest
 from click.testing import CliRunner
 
-from bringup.checks.probe import run_probe
-from bringup.cli.probe_cmd import SLOW_EXIT, probe
+from bringup.checks.probe import SLOW_EXIT, run_probe
+from bringup.cli.probe_cmd import probe
+from bringup.cli.watch_cmd import watch
 
 _SERVER = """
 import sys, time
@@ -88,3 +89,24 @@ def test_slow_and_hang_exit_differently(server: str, verdict: str, code: int) ->
     assert result.output.startswith(verdict), result.output
     assert result.exit_code == code
     assert SLOW_EXIT not in (0, 1, 2)  # not a pass, a plain failure or a user mistake
+
+
+@pytest.mark.parametrize(
+    ("server", "verdict", "code"),
+    [("busy", "slow:", SLOW_EXIT), ("idle", "hang:", 1)],
+    indirect=["server"],
+)
+def test_watch_never_trips_on_a_slow_server_and_says_so(
+    server: str, verdict: str, code: int
+) -> None:
+    args = [server, "--interval", "0", "--failures", "1", "--count", "2", "--timeout", "3"]
+    result = CliRunner().invoke(watch, args)
+    probes = [ln for ln in result.output.splitlines() if ln.split()[1:2] == [server]]
+    if verdict == "slow:":
+        # two slow probes with --failures 1: the count ran out, nothing tripped
+        assert len(probes) == 2 and all(f" {verdict}" in ln for ln in probes), result.output
+        assert "consecutive failed probes" not in result.output
+    else:
+        # one idle silence is a hang, a failure: it trips at once
+        assert len(probes) == 1 and f" {verdict}" in probes[0], result.output
+    assert result.exit_code == code

@@ -111,6 +111,40 @@ async def test_on_trip_that_handles_it_keeps_watching() -> None:
     assert trips == [2, 2] and out.tripped and out.probes == 4
 
 
+async def test_slow_probes_never_trip_and_do_not_end_a_run_of_failures() -> None:
+    kinds = iter(["slow", "slow", "slow", "fail", "slow", "fail", "pass", "fail", "slow", "fail"])
+
+    async def probe(url: str) -> ProbeResult:
+        kind = next(kinds)
+        return ProbeResult(
+            url=url,
+            passed=kind == "pass",
+            verdict=kind,
+            slow_s=1.0 if kind == "slow" else None,
+        )
+
+    seen: list[WatchEvent] = []
+    out = await watch_server(
+        "http://x",
+        WatchOptions(interval_s=0, failures=3, max_probes=10),
+        probe=probe,
+        on_verdict=seen.append,
+    )
+    # three slow probes in a row are not three failures; the pass resets the count
+    assert [e.consecutive_failures for e in seen] == [0, 0, 0, 1, 1, 2, 0, 1, 1, 2]
+    assert not out.tripped and out.slow == 5 and out.failed == 4 and out.probes == 10
+
+
+async def test_slow_probes_never_trip_even_without_an_end() -> None:
+    async def probe(url: str) -> ProbeResult:
+        return ProbeResult(url=url, passed=False, verdict="slow", slow_s=2.0)
+
+    out = await watch_server(
+        "http://x", WatchOptions(interval_s=0, failures=1, max_probes=5), probe=probe
+    )
+    assert not out.tripped and out.trips == 0 and out.slow == 5 and out.failed == 0
+
+
 def test_run_command_without_shell(tmp_path: Path) -> None:
     marker = tmp_path / "a b;c"
     assert run_command(["touch", str(marker)]) == 0 and marker.exists()

@@ -28,6 +28,9 @@ from bringup.http import OpenAIClient, RequestError
 from bringup.server.progress import SAMPLE_WINDOW_S, ProgressMeter, judge_silence, listener_pid
 from bringup.verdict import Category
 
+# the exit status of a probe (or watch) that ended slow: distinct from a hang or a wrong answer
+# (1), since the server works, only slowly
+SLOW_EXIT = 4
 PROBE_ANSWER = "eiffel-paris"  # two tokens, and right on any language model worth serving
 
 

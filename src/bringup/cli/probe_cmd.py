@@ -17,13 +17,11 @@ from typing import Any
 import click
 
 from bringup.checks.drift_probe import run_reference_probe, stored_reference
-from bringup.checks.probe import run_probe
+from bringup.checks.probe import SLOW_EXIT, run_probe
 from bringup.cli.secrets_env import api_key_env_option, api_key_from_env
 from bringup.errors import BringupError
 from bringup.store import Store
 from bringup.textsafe import printable
-
-SLOW_EXIT = 4  # distinct from a hang or a wrong answer (1): the server works, only slowly
 
 
 @click.command("probe")

@@ -1,7 +1,9 @@
 """``bringup watch URL``: probe a deployed server with real generation until it fails N times.
 
 Each verdict is logged as one line. After N consecutive failures: run ``--on-failure``
-(argv-split, no shell) and keep watching, or, without it, exit 1.
+(argv-split, no shell) and keep watching, or, without it, exit 1. A slow probe (the server
+kept computing but answered too late) never trips it; a watch whose last probe was slow
+exits 4, as ``bringup probe`` does.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import time
 
 import click
 
+from bringup.checks.probe import SLOW_EXIT
 from bringup.cli.secrets_env import api_key_env_option, api_key_from_env
 from bringup.textsafe import printable
 from bringup.watch import WatchEvent, WatchOptions, run_command, watch_server
@@ -122,4 +125,7 @@ def watch(
     if outcome.tripped:
         click.echo(f"bringup: {failures} consecutive failed probes of {url}.", err=True)
         sys.exit(1)
-    sys.exit(0 if outcome.last is None or outcome.last.passed else 1)
+    last = outcome.last
+    if last is None or last.passed:
+        sys.exit(0)
+    sys.exit(SLOW_EXIT if last.slow_s is not None else 1)
