@@ -143,3 +143,18 @@ def test_the_fourth_held_out_set_shares_no_source_with_the_third(tmp_path: Path)
     problems, n = cc.check(files)
     assert n == 3
     assert any("source o/later#9 is already in heldout3" in p for p in problems)
+
+
+def test_the_fifth_held_out_set_shares_no_source_with_the_fourth(tmp_path: Path) -> None:
+    files = _write(tmp_path, [_case(_source_for("fit"))], [])
+    for split in ("heldout2", "heldout3"):
+        files[split] = tmp_path / f"{split}.jsonl"
+        files[split].write_text("")
+    logs = (("heldout4", "CUDA error: invalid argument"), ("heldout5", "Killed " * 6))
+    for split, log in logs:
+        files[split] = tmp_path / f"{split}.jsonl"
+        case = _case("o/later#11", id=f"vllm-{split}", log=log + " while serving requests")
+        files[split].write_text(json.dumps(case) + "\n")
+    problems, n = cc.check(files)
+    assert n == 3
+    assert any("source o/later#11 is already in heldout4" in p for p in problems)
