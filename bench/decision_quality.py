@@ -32,7 +32,8 @@ worlds dominate (a two-configuration world cannot go below 1), is printed beside
 
 Last two lines: ``tuning: true_best_rate=<f> ...`` (the tuning set), then the held-out
 set as ``true_best_rate=<f> mean_regret=<f> launch_ratio=<f> bad_winners=<n>``; with
-``--split tuning`` the last line is the tuning set in that format.
+``--split tuning`` the last line is the tuning set in that format, and ``--split heldout``
+runs the held-out set alone (a fresh range without running the tuning set again).
 """
 
 from __future__ import annotations
@@ -269,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--heldout-worlds", type=int, default=10, help="random held-out worlds")
     ap.add_argument("--noisy", type=float, default=0.0, help="add a stress variant at this noise")
     ap.add_argument("--tol", type=float, default=0.01, help="regret still counted as true best")
-    ap.add_argument("--split", choices=["both", "tuning"], default="both")
+    ap.add_argument("--split", choices=["both", "tuning", "heldout"], default="both")
     ap.add_argument(
         "--heldout-base",
         type=int,
@@ -293,15 +294,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quiet", action="store_true", help="only the summary lines")
     args = ap.parse_args(argv)
 
-    tuning = [load_world(p) for p in shipped_worlds()]
-    tuning += [random_world(i) for i in range(args.tune_worlds)]
-    tune, tune_stress = evaluate_set("tuning", tuning, list(range(args.seeds)), args)
-    print(tune.line("TUNING"))
-    if args.noisy:
-        print(tune_stress.line(f"TUNING @{args.noisy:g}"))
-    if args.split == "tuning":
-        print(tune.figures())
-        return 0
+    tune: Tally | None = None
+    if args.split != "heldout":
+        tuning = [load_world(p) for p in shipped_worlds()]
+        tuning += [random_world(i) for i in range(args.tune_worlds)]
+        tune, tune_stress = evaluate_set("tuning", tuning, list(range(args.seeds)), args)
+        print(tune.line("TUNING"))
+        if args.noisy:
+            print(tune_stress.line(f"TUNING @{args.noisy:g}"))
+        if args.split == "tuning":
+            print(tune.figures())
+            return 0
     heldout: list[World] = []
     seed = args.heldout_base
     while len(heldout) < args.heldout_worlds:
@@ -318,7 +321,8 @@ def main(argv: list[str] | None = None) -> int:
     print(held.line("HELDOUT"))
     if args.noisy:
         print(held_stress.line(f"HELDOUT @{args.noisy:g}"))
-    print(f"tuning: {tune.figures()}")
+    if tune is not None:
+        print(f"tuning: {tune.figures()}")
     print(held.figures())  # the held-out worlds, never tuned on
     return 0
 

@@ -304,3 +304,18 @@ def test_a_spread_above_the_machine_noise_is_not_pulled_down() -> None:
     assert w is not None and w.config == FAST
     half = (w.interval[1] - w.interval[0]) / 2
     assert abs(half - t95(2) * 15 / 3**0.5) < 1e-6
+
+
+def test_configurations_that_wander_do_not_make_the_machine_look_noisy() -> None:
+    """Two steady configurations (1% sd) and two that wander (20%): the machine's noise is
+    the steady ones' (a median of the four would be about 10%), with their 4 df."""
+    from bringup.plan.winner import run_noise
+
+    steady = [[100.0, 101.0, 99.0], [50.0, 50.5, 49.5]]
+    wander = [[80.0, 100.0, 120.0], [40.0, 50.0, 60.0]]
+    noise = run_noise(steady + wander)
+    assert noise is not None
+    assert abs(noise[0] - 0.01) < 1e-9 and noise[1] == 4
+    # a third configuration as noisy as the others joins the pool
+    noise = run_noise([*steady, [200.0, 202.5, 197.5], *wander])
+    assert noise is not None and noise[1] == 6 and noise[0] < 0.012

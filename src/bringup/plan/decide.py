@@ -63,11 +63,12 @@ def decide_steps(planner: SweepPlanner, first: list[Config], cap: int) -> Decide
             break
         leader, n_lead = winner.leader
         picks: list[Config] = []
-        if winner.noise is None:
-            if n_lead == 1 and winner.margin is not None and may(leader, 1):
-                confirmed += 1
-                picks.append(leader)
-        elif winner.undecided:
+        if n_lead == 1 and winner.margin is not None and may(leader, 1):
+            # a lead on one measurement may be a lucky draw (and says nothing of how the
+            # configuration wanders): it is measured again before it wins
+            confirmed += 1
+            picks.append(leader)
+        elif winner.noise is not None and winner.undecided:
             if may(leader, n_lead):
                 picks.append(leader)
             closest = next(((c, n) for c, n in winner.undecided if may(c, n)), None)

@@ -54,7 +54,7 @@ from bringup.contention import CONTENDED_SHARE, benchmark_contention
 from bringup.plan.space import SearchSpace, flags_key, same_value
 from bringup.spec import Spec
 from bringup.student import Z95 as _Z95
-from bringup.student import t95
+from bringup.student import chi2_95, t95
 from bringup.verdict import TrialResult
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -262,21 +262,35 @@ def _pools(
 
 
 def run_noise(samples: Iterable[list[float]]) -> tuple[float, int] | None:
-    """The machine's run-to-run noise: the median relative sd of every sample set of two or
-    more values, with the degrees of freedom behind them; None when nothing was measured
-    twice. A median, so that one configuration that wanders (a noisy backend) does not
-    make every other look as noisy."""
-    cvs: list[float] = []
-    df = 0
+    """The machine's run-to-run noise: the relative sd pooled over the sample sets of two or
+    more values that are not significantly noisier than it, with their degrees of freedom;
+    None when nothing was measured twice.
+
+    Some configurations wander far more than the machine does (a backend whose speed
+    varies by 20% run to run): pooled in, they would make every steady configuration look
+    as noisy. So the pool starts from the steadier half and takes each next one while its
+    variance is within the 95% chi-square bound of the pool's (a one-sided test of that
+    set's variance against the pool); the first one beyond it, and every noisier one, are
+    left out and keep their own spread (:meth:`_Pool.estimate`)."""
+    sets: list[tuple[float, int]] = []
     for values in samples:
         if len(values) < 2:
             continue
         mean = statistics.fmean(values)
         if mean == 0:
             continue
-        cvs.append(statistics.stdev(values) / abs(mean))
-        df += len(values) - 1
-    return (statistics.median(cvs), df) if cvs else None
+        sets.append(((statistics.stdev(values) / abs(mean)) ** 2, len(values) - 1))
+    if not sets:
+        return None
+    sets.sort()
+    half = (len(sets) + 1) // 2  # the steadier half: one set alone may agree by luck
+    ss, df = sum(v * n for v, n in sets[:half]), sum(n for _, n in sets[:half])
+    for var, n in sets[half:]:
+        pooled = ss / df
+        if pooled > 0 and var > pooled * chi2_95(n) / n:
+            break
+        ss, df = ss + var * n, df + n
+    return math.sqrt(ss / df), df
 
 
 def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
