@@ -18,8 +18,11 @@ Two sets of worlds, never mixed:
   interactions, context-dependent failures and noisy regions) and random worlds
   ``--tune-worlds`` seeds from 0, noise seeds from 0: the worlds looked at while the
   planner's thresholds were written;
-- **held out**: random worlds with seeds from 1000 and noise seeds from 5000, never run
-  while writing or tuning the planner (``--split tuning`` runs only the first set). A
+- **held out**: random worlds with seeds from ``--heldout-base`` (1000) and noise seeds
+  from ``--heldout-noise-base`` (5000), never run while writing or tuning the planner
+  (``--split tuning`` runs only the first set); once a range has been measured it has been
+  seen, and a fresh one (say ``--heldout-base 7000 --heldout-noise-base 9000``) is the
+  next clean held-out figure. A
   drawn world of more than ``--max-configs`` configurations (the largest shipped world
   has 1152) is skipped for the next seed, to keep the run within minutes.
 
@@ -29,7 +32,8 @@ worlds dominate (a two-configuration world cannot go below 1), is printed beside
 
 Last two lines: ``tuning: true_best_rate=<f> ...`` (the tuning set), then the held-out
 set as ``true_best_rate=<f> mean_regret=<f> launch_ratio=<f> bad_winners=<n>``; with
-``--split tuning`` the last line is the tuning set in that format.
+``--split tuning`` the last line is the tuning set in that format, and ``--split heldout``
+runs the held-out set alone (a fresh range without running the tuning set again).
 """
 
 from __future__ import annotations
@@ -266,7 +270,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--heldout-worlds", type=int, default=10, help="random held-out worlds")
     ap.add_argument("--noisy", type=float, default=0.0, help="add a stress variant at this noise")
     ap.add_argument("--tol", type=float, default=0.01, help="regret still counted as true best")
-    ap.add_argument("--split", choices=["both", "tuning"], default="both")
+    ap.add_argument("--split", choices=["both", "tuning", "heldout"], default="both")
+    ap.add_argument(
+        "--heldout-base",
+        type=int,
+        default=1000,
+        help="first held-out world seed (a fresh range: one nobody has run)",
+    )
+    ap.add_argument(
+        "--heldout-noise-base",
+        type=int,
+        default=5000,
+        help="first noise seed of the held-out runs",
+    )
     ap.add_argument("--max-configs", type=int, default=1200, help="largest held-out world")
     ap.add_argument(
         "--repeat-top",
@@ -278,27 +294,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quiet", action="store_true", help="only the summary lines")
     args = ap.parse_args(argv)
 
-    tuning = [load_world(p) for p in shipped_worlds()]
-    tuning += [random_world(i) for i in range(args.tune_worlds)]
-    tune, tune_stress = evaluate_set("tuning", tuning, list(range(args.seeds)), args)
-    print(tune.line("TUNING"))
-    if args.noisy:
-        print(tune_stress.line(f"TUNING @{args.noisy:g}"))
-    if args.split == "tuning":
-        print(tune.figures())
-        return 0
+    tune: Tally | None = None
+    if args.split != "heldout":
+        tuning = [load_world(p) for p in shipped_worlds()]
+        tuning += [random_world(i) for i in range(args.tune_worlds)]
+        tune, tune_stress = evaluate_set("tuning", tuning, list(range(args.seeds)), args)
+        print(tune.line("TUNING"))
+        if args.noisy:
+            print(tune_stress.line(f"TUNING @{args.noisy:g}"))
+        if args.split == "tuning":
+            print(tune.figures())
+            return 0
     heldout: list[World] = []
-    seed = 1000
+    seed = args.heldout_base
     while len(heldout) < args.heldout_worlds:
         world = random_world(seed)
         seed += 1
         if len(world.to_spec().configs()) <= args.max_configs:
             heldout.append(world)
-    held, held_stress = evaluate_set("heldout", heldout, list(range(5000, 5000 + args.seeds)), args)
+    held, held_stress = evaluate_set(
+        "heldout",
+        heldout,
+        list(range(args.heldout_noise_base, args.heldout_noise_base + args.seeds)),
+        args,
+    )
     print(held.line("HELDOUT"))
     if args.noisy:
         print(held_stress.line(f"HELDOUT @{args.noisy:g}"))
-    print(f"tuning: {tune.figures()}")
+    if tune is not None:
+        print(f"tuning: {tune.figures()}")
     print(held.figures())  # the held-out worlds, never tuned on
     return 0
 

@@ -5,10 +5,11 @@ percent, a single lucky draw can then win, and two configurations a few percent 
 cannot be told apart; this phase measures again where that could change the choice:
 
 1. ``[plan].repeat_top = k``: the best ``k`` first get a second measurement each.
-2. **Confirmation.** A leader other than the reference, measured once, with nothing
-   measured twice yet to say how noisy the machine is, is measured again: that both
-   checks the surprise and gives the first measured noise
-   (:func:`bringup.plan.winner.run_noise`). The reference leading is no surprise.
+2. **Confirmation.** A leader measured once, with nothing measured twice yet to say how
+   noisy the machine is, is measured again: that checks a surprising lead and gives the
+   first measured noise (:func:`bringup.plan.winner.run_noise`), without which no
+   runner-up can be compared with it. The reference leading is no exception: a
+   departure a hair behind it is as undecided as one a hair ahead.
 3. **Until decided.** While the winner's ``undecided`` list (configurations the best one
    is not significantly ahead of by Welch's test, and not surely within
    :data:`~bringup.plan.winner.EQUIVALENT`) is not empty, the best-measured configuration
@@ -27,7 +28,7 @@ from collections.abc import Generator
 from typing import Any
 
 from bringup.plan.base import WAIT, PlannedTrial, SweepPlanner
-from bringup.plan.space import SearchSpace, flags_key
+from bringup.plan.space import flags_key
 from bringup.spec import Config
 
 DecideSteps = Generator[PlannedTrial | None, None, str]
@@ -62,12 +63,12 @@ def decide_steps(planner: SweepPlanner, first: list[Config], cap: int) -> Decide
             break
         leader, n_lead = winner.leader
         picks: list[Config] = []
-        if winner.noise is None:
-            is_reference = not SearchSpace(planner.spec).departures(leader)
-            if n_lead == 1 and winner.margin is not None and not is_reference and may(leader, 1):
-                confirmed += 1
-                picks.append(leader)
-        elif winner.undecided:
+        if n_lead == 1 and winner.margin is not None and may(leader, 1):
+            # a lead on one measurement may be a lucky draw (and says nothing of how the
+            # configuration wanders): it is measured again before it wins
+            confirmed += 1
+            picks.append(leader)
+        elif winner.noise is not None and winner.undecided:
             if may(leader, n_lead):
                 picks.append(leader)
             closest = next(((c, n) for c, n in winner.undecided if may(c, n)), None)

@@ -13,17 +13,22 @@ says how steady one run was, not how far the next launch lands). The best config
 is compared with each other by Welch's two-sample t-test (a repeat's standard error from
 its spread, a single trial's from its CI or the measured noise). Only those whose gap to
 the best is within the measured noise (smaller than one standard error of the
-difference) tie with it, and among a tie the most conservative (fewest departures from
-the reference, most mature values) wins; a larger gap keeps the best even when it is not
-significant at 95%.
+difference), whose measured gap is below ``EQUIVALENT`` of the best (a gap that would
+matter for a deployment is no tie, however noisy), and that were measured no less
+steadily than the best (a configuration whose speed wanders is no safer choice) tie
+with it; among a tie the most conservative (fewest departures from the reference, most
+mature values) wins. A larger gap keeps the best even when it is not significant at 95%
+(the other then stays ``undecided``, for the planner to measure again).
 The best is the one with the highest mean less one standard error, so a configuration
 whose few measurements wander does not win on a lucky draw. A repeated configuration's
 standard error is its own spread moderated by the measured noise (counted as
-``PRIOR_DF`` more degrees of freedom). Those not significantly worse than the best (and
-not within ``EQUIVALENT`` of it for certain) are the winner's ``undecided``: what a
-planner measures again to decide. The reason states the margin over the runner-up (or
-over the chosen one) with its 95% uncertainty. Two single measurements with no CI and no
-measured noise cannot be compared; the reason says so.
+``PRIOR_DF`` more degrees of freedom) where its spread is below that noise; a spread
+above it is the configuration's own (a backend whose speed wanders) and is kept. Those
+not significantly worse than the best (and not within ``EQUIVALENT`` of it for certain)
+are the winner's ``undecided``: what a planner measures again to decide. The reason
+states the margin over the runner-up (or over the chosen one) with its 95% uncertainty.
+Two single measurements with no CI and no measured noise cannot be compared; the reason
+says so.
 
 Contention: a benchmark taken while other processes took a larger share of the CPU than
 the quietest competing measurement ran slower than it would have beside it (never
@@ -49,7 +54,7 @@ from bringup.contention import CONTENDED_SHARE, benchmark_contention
 from bringup.plan.space import SearchSpace, flags_key, same_value
 from bringup.spec import Spec
 from bringup.student import Z95 as _Z95
-from bringup.student import t95
+from bringup.student import chi2_95, t95
 from bringup.verdict import TrialResult
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -108,6 +113,11 @@ class _Gap:
     def within_noise(self) -> bool:
         """The gap is smaller than one standard error of the difference."""
         return self.t < 1.0
+
+    def tie(self, value: float) -> bool:
+        """Within the noise, and the measured gap is below what matters (``EQUIVALENT`` of
+        ``value``): only then may the more conservative configuration be chosen."""
+        return self.within_noise and self.diff <= EQUIVALENT * abs(value)
 
     def equivalent(self, value: float) -> bool:
         """The whole 95% interval of the gap lies within ``EQUIVALENT`` of ``value``."""
@@ -187,9 +197,11 @@ class _Pool:
         mean = self.mean
         if n >= 2:
             sd, df = statistics.stdev(self.values), float(n - 1)
-            if self.noise is not None:
-                # moderated: its own spread, steadied by the machine's noise counted as
-                # PRIOR_DF more degrees of freedom (two or three repeats say little alone)
+            if self.noise is not None and sd < self.noise[0] * abs(mean):
+                # moderated: a spread below the machine's noise is steadied by it, counted
+                # as PRIOR_DF more degrees of freedom (two or three repeats may look
+                # steadier than the machine is); a spread above it is the configuration's
+                # own (a backend whose speed wanders) and is not pulled down
                 prior = self.noise[0] * abs(mean)
                 sd = math.sqrt(((n - 1) * sd**2 + PRIOR_DF * prior**2) / (n - 1 + PRIOR_DF))
                 df += PRIOR_DF
@@ -250,21 +262,35 @@ def _pools(
 
 
 def run_noise(samples: Iterable[list[float]]) -> tuple[float, int] | None:
-    """The machine's run-to-run noise: the median relative sd of every sample set of two or
-    more values, with the degrees of freedom behind them; None when nothing was measured
-    twice. A median, so that one configuration that wanders (a noisy backend) does not
-    make every other look as noisy."""
-    cvs: list[float] = []
-    df = 0
+    """The machine's run-to-run noise: the relative sd pooled over the sample sets of two or
+    more values that are not significantly noisier than it, with their degrees of freedom;
+    None when nothing was measured twice.
+
+    Some configurations wander far more than the machine does (a backend whose speed
+    varies by 20% run to run): pooled in, they would make every steady configuration look
+    as noisy. So the pool starts from the steadier half and takes each next one while its
+    variance is within the 95% chi-square bound of the pool's (a one-sided test of that
+    set's variance against the pool); the first one beyond it, and every noisier one, are
+    left out and keep their own spread (:meth:`_Pool.estimate`)."""
+    sets: list[tuple[float, int]] = []
     for values in samples:
         if len(values) < 2:
             continue
         mean = statistics.fmean(values)
         if mean == 0:
             continue
-        cvs.append(statistics.stdev(values) / abs(mean))
-        df += len(values) - 1
-    return (statistics.median(cvs), df) if cvs else None
+        sets.append(((statistics.stdev(values) / abs(mean)) ** 2, len(values) - 1))
+    if not sets:
+        return None
+    sets.sort()
+    half = (len(sets) + 1) // 2  # the steadier half: one set alone may agree by luck
+    ss, df = sum(v * n for v, n in sets[:half]), sum(n for _, n in sets[:half])
+    for var, n in sets[half:]:
+        pooled = ss / df
+        if pooled > 0 and var > pooled * chi2_95(n) / n:
+            break
+        ss, df = ss + var * n, df + n
+    return math.sqrt(ss / df), df
 
 
 def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
@@ -286,7 +312,12 @@ def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
     )
     best = ranked[0]
     gaps = {id(p): _gap(best, p, metric, sign) for p in ranked[1:]}
-    tied = [p for p in ranked[1:] if gaps[id(p)].within_noise]
+    # a configuration measured noisier than the best is no safer choice: it never ties
+    tied = [
+        p
+        for p in ranked[1:]
+        if gaps[id(p)].tie(best.mean) and _rel_se(p, metric) <= _rel_se(best, metric)
+    ]
     undecided = sorted(
         (p for p in ranked[1:] if not gaps[id(p)].significant),
         key=lambda p: gaps[id(p)].t,
@@ -343,6 +374,11 @@ def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
         leader=(dict(best.trials[0].flags), len(best.values)),
         noise=noise,
     )
+
+
+def _rel_se(pool: _Pool, metric: str) -> float:
+    """A pool's standard error relative to its mean (how steadily it was measured)."""
+    return pool.estimate(metric).se / abs(pool.mean) if pool.mean else math.inf
 
 
 def _gap(best: _Pool, other: _Pool, metric: str, sign: float) -> _Gap:
