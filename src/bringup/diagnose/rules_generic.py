@@ -267,7 +267,10 @@ RULES = RuleSet(
             REFUSED_ONLY + r"(?:size mismatch for|does not recognize this architecture|"
             r"model type `?[\w-]+`? (?:is )?not (?:supported|recognized)|"
             r"Unsupported (?:model )?architecture|is not supported for (?:this|the) model|"
-            r"(?:model|architecture) (?:is )?not (?:yet )?supported|"
+            # "... model is not supported with pipeline parallelism" refuses a combination
+            # of settings (read below as a configuration), not the model
+            r"(?:model|architecture) (?:is )?not (?:yet )?supported"
+            r"(?! (?:with|when|together|in combination|alongside)\b)|"
             r"requires [\w_]*(?:head_dim|num_heads|head_size|hidden_size)\w* ?[=!<>]=)",
             C.MODEL_INCOMPATIBLE,
             4,

@@ -132,7 +132,8 @@ RULES: tuple[Rule, ...] = (
         name="tensor-type-unknown",
     ),
     rule(
-        r"invalid file magic|not a valid GGUF|failed to parse GGUF",
+        r"invalid file magic|not a valid GGUF|failed to parse GGUF|not in GGUF format|"
+        r"is not a GGUF file",
         C.MODEL_LOAD_FAILURE,
         4.5,
         "the file is not a model file (an HTML page, a git-lfs pointer, a partial "
@@ -177,7 +178,8 @@ RULES: tuple[Rule, ...] = (
     ),
     rule(
         r"weight [\w.]+ does not exist|(?:Missing|Unexpected) key\(?s\)? in state_dict|"
-        r"no (?:weight|tensor) named [\w.'\"]+ in|cannot find tensor [\w.'\"]+",
+        r"no (?:weight|tensor) named [\w.'\"]+ in|cannot find tensor [\w.'\"]+|"
+        r"\bmissing [\w.]+ tensor\b|\bmissing tensor [\w.'\"]+",
         C.MODEL_INCOMPATIBLE,
         4.5,
         "the checkpoint's weight names do not match this engine's model code: use a "

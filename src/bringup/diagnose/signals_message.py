@@ -171,6 +171,17 @@ RULES: tuple[Rule, ...] = (
         "engine holds on the CPU (offload, mmap, batch), or add RAM",
         name="host-allocation-failed",
     ),
+    # the host swap pool for preempted sequences is used up: host memory, by its name
+    rule(
+        r"\b(?:lack|out) of (?:CPU )?swap space\b|\bswap space (?:is )?(?:exhausted|"
+        r"insufficient|too small)\b",
+        C.OOM_HOST,
+        4,
+        "the CPU swap space for preempted sequences ran out: raise --swap-space, or lower "
+        "the number of parallel sequences (n, batch)",
+        name="host-swap-space-exhausted",
+        flags=("--swap-space",),
+    ),
     # --- a config file of another version than the code reading it ------------------
     rule(
         r"\[json\.exception\.[\w.]+\] key '\w+' not found",
@@ -201,6 +212,8 @@ RULES: tuple[Rule, ...] = (
     ),
     rule(
         r"\bCurrent node has no GPU available\b|\bNo available node types can fulfill\b|"
+        r"\bdoes not allocate any GPUs\b|\bno GPUs? (?:is |are )?(?:available|allocated) "
+        r"on the (?:driver|head) node\b|"
         r"\bplacement group\b.{0,100}?\b(?:timed? ?out|cannot|infeasible|not (?:be )?"
         r"(?:created|ready|scheduled))|\bFailed to connect to GCS\b|"
         r"\bGCS (?:server|client)\b.{0,80}?\b(?:fail\w*|timed? ?out|unavailable)\b|"

@@ -120,7 +120,10 @@ RULES: tuple[Rule, ...] = (
     ),
     # Ray's out-of-memory error, also when a post cuts its name short
     rule(
-        r"\bray\.exceptions\.OutOfMe\w*",
+        r"\bray\.exceptions\.OutOfMe\w*|"
+        # the memory monitor's own report, which opens every such kill
+        r"\bMemory on the node \(IP: [\d.:a-f]+, ID: \w+\) where the (?:task|actor)\b|"
+        r"\bexceeds the memory usage threshold\b",
         C.OOM_HOST,
         5,
         "Ray's memory monitor killed a worker: the node ran low on host RAM; give it more "
@@ -139,6 +142,8 @@ RULES: tuple[Rule, ...] = (
     ),
     rule(
         r"Could not find module '[^']+\.dll'|\bDLL load failed\b|"
+        # a loader naming the library file it could not load (a backend, a plugin)
+        r"\bfailed to load \S+\.(?:dll|so(?:\.[\d.]+)?|dylib)\b|"
         r"\bcannot load library\b|\bfailed to load (?:shared )?library\b",
         C.MISSING_DEPENDENCY,
         4,

@@ -32,6 +32,19 @@ RULES: tuple[Rule, ...] = (
         "of the architecture the engine supports, or a newer engine",
         name="config-attribute-missing",
     ),
+    # a layer of the model code lacks a quantization parameter the checkpoint's method
+    # needs (scales, zero points, packed weights): the checkpoint's quantization layout is
+    # not the one this code loads
+    rule(
+        r"'\w*(?:Linear|Layer|Attention|MoE|Experts?|Embedding|Conv\w*)' object has no "
+        r"attribute '\w*(?:scale|zero|zeros|qweight|g_idx|scales|bias|weight_packed|"
+        r"quant\w*)'",
+        C.MODEL_INCOMPATIBLE,
+        4,
+        "the model code has no place for the checkpoint's quantization parameters: a "
+        "checkpoint quantized with a method this version loads, or a newer engine",
+        name="layer-lacks-quantization-parameter",
+    ),
     rule(
         r"AttributeError: module '[\w.]+' has no attribute|"
         r"AttributeError: (?!'NoneType')'?[\w.]+'? (?:object )?has no attribute|"
