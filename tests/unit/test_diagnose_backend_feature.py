@@ -261,3 +261,106 @@ def test_the_frame_of_a_kv_cache_check_reads_as_gpu_memory() -> None:
     cut = classify(frames + "    if max_seq_len > max_tokens:")
     assert cut.category is Category.OOM_GPU
     assert cut.confidence < GUESS_BELOW
+
+
+def _traceback(*frames: str, exc: str = "") -> str:
+    body = "".join(f'  File "{path}", line 10, in {func}\n    x = y()\n' for path, func in frames)
+    return "Traceback (most recent call last):\n" + body + exc
+
+
+@pytest.mark.parametrize(
+    ("frames", "category"),
+    [
+        (
+            [("/app/pkg/server.py", "launch"), ("/app/pkg/utils.py", "assert_pkg_version")],
+            Category.MISSING_DEPENDENCY,
+        ),
+        (
+            [
+                ("/app/pkg/download.py", "fetch"),
+                ("/venv/site-packages/huggingface_hub/file_download.py", "hf_hub_download"),
+            ],
+            Category.MODEL_LOAD_FAILURE,
+        ),
+        (
+            [
+                ("/venv/site-packages/eng/distributed/parallel_state.py", "init_group"),
+                ("/venv/site-packages/eng/distributed/device_communicators/pynccl.py", "__init__"),
+            ],
+            Category.DISTRIBUTED_FAILURE,
+        ),
+        (
+            [
+                ("/venv/site-packages/eng/entrypoints/chat_utils.py", "render"),
+                (
+                    "/venv/site-packages/transformers/tokenization_utils_base.py",
+                    "apply_chat_template",
+                ),
+            ],
+            Category.INVALID_CONFIG,
+        ),
+        (
+            [("/venv/site-packages/eng/lora/models.py", "activate_adapter")],
+            Category.INVALID_CONFIG,
+        ),
+        (
+            [("/venv/site-packages/eng/model_loader.py", "get_model_cls_by_arch_name")],
+            Category.MODEL_INCOMPATIBLE,
+        ),
+    ],
+)
+def test_the_frame_that_raised_an_unread_exception_guesses_its_kind(
+    frames: list[tuple[str, str]], category: Category
+) -> None:
+    for exc in ("RuntimeError: something no rule reads", ""):
+        d = classify(_traceback(*frames, exc=exc))
+        assert d.category is category, (exc, d.category, d.rule)
+    cut = classify(_traceback(*frames))
+    if category is not Category.MISSING_DEPENDENCY:  # a version check is a cause
+        assert cut.confidence < GUESS_BELOW
+
+
+def test_a_frame_guess_never_outweighs_a_message_that_names_the_cause() -> None:
+    log = _traceback(
+        ("/venv/site-packages/eng/lora/models.py", "activate_adapter"),
+        exc="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB",
+    )
+    assert classify(log).category is Category.OOM_GPU
+
+
+@pytest.mark.parametrize(
+    ("line", "level", "message"),
+    [
+        (
+            'E1113 01:00:58.469718 3545 backend_model.cc:692] "failed to create instance"',
+            "error",
+            '"failed to create instance"',
+        ),
+        ("2024-05-01 10:00:00,123 - app.worker - ERROR - ValueError: x", "error", "ValueError: x"),
+        ("2023-08-31 05:51:03,033 - INFO - run.py:50 - loading", "info", "loading"),
+        ("2024-05-01 10:00:00 WARNING  slow start", "warning", "slow start"),
+        ("[2024-05-01 10:00:00,123] [ERROR] [root] ValueError: x", "error", "ValueError: x"),
+        (
+            "2024-01-01 10:00:00.123 | ERROR    | svc.core.worker:launch:12 - ValueError: x",
+            "error",
+            "ValueError: x",
+        ),
+        ("2024/05/01 10:00:00 routes.go:12: listening", None, "listening"),
+        ("12:34PM ERR Server error", "error", "Server error"),
+    ],
+)
+def test_wrapper_logger_prefixes_are_read(line: str, level: str | None, message: str) -> None:
+    from bringup.diagnose.logtext import content, level_of
+
+    assert content(line) == message
+    assert level_of(line) == level
+
+
+def test_an_exception_behind_a_wrapper_prefix_is_the_final_exception() -> None:
+    log = (
+        "2024-05-01 10:00:00,123 - svc - ERROR - Traceback (most recent call last):\n"
+        '2024-05-01 10:00:00,123 - svc - ERROR -   File "/x/eng/config.py", line 9, in check\n'
+        "2024-05-01 10:00:00,123 - svc - ERROR - AssertionError: tp_size 3 must divide the "
+        "32 attention heads"
+    )
+    assert classify(log).category is Category.INVALID_CONFIG

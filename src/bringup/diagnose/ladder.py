@@ -39,7 +39,10 @@ a GPU runtime's own error names (HIP, Vulkan, SYCL, Metal, CANN, the CUDA driver
 compiled engine that cannot be read back, item 4's other half, in
 :mod:`bringup.diagnose.signals_backend`; a feature the user switched on (LoRA, images,
 speculative decoding, grammars, embeddings, chat templates) and a message naming a setting
-beside a constraint, refused configurations of item 5, in :mod:`bringup.diagnose.signals_feature`.
+beside a constraint, refused configurations of item 5, in :mod:`bringup.diagnose.signals_feature`;
+where an exception was raised when no rule reads its message (a version check, the hub
+client, the ranks' communicators, the chat template, LoRA and grammar code, the model-class
+lookup), item 1's frames as guesses, in :mod:`bringup.diagnose.signals_frames`.
 Items 1-4 live in :mod:`bringup.diagnose.signals_runtime`, 5-8 in
 :mod:`bringup.diagnose.signals_launch`, and what the model asks for that the code refuses
 (item 6's second half) in :mod:`bringup.diagnose.signals_model`; all are engine-independent
@@ -54,6 +57,7 @@ from __future__ import annotations
 from bringup.diagnose import (
     signals_backend,
     signals_feature,
+    signals_frames,
     signals_launch,
     signals_message,
     signals_model,
@@ -79,5 +83,6 @@ RULES = RuleSet(
         *signals_launch.FRAME_RULES,
         *signals_platform.FRAME_RULES,
         *signals_backend.FRAME_RULES,
+        *signals_frames.FRAME_RULES,
     ),
 )

@@ -1,9 +1,10 @@
 """Log-line normalisation shared by the rules, the traceback reader and the hang reader.
 
 ``content(line)`` strips what loggers put in front of the message (ANSI colours, journald,
-docker-compose, vLLM process tags and levels, SGLang timestamps, llama.cpp level letters) so
-rules match the message itself; evidence keeps the original line verbatim. (Every spelling
-of an engine's name resolves in :mod:`bringup.engines.registry`.)
+docker-compose, vLLM process tags and levels, SGLang timestamps, llama.cpp level letters, and
+the loggers of wrappers: glog as Triton writes it, Python's logging with a time, loguru, Go's
+log and zerolog) so rules match the message itself; evidence keeps the original line
+verbatim. (Every spelling of an engine's name resolves in :mod:`bringup.engines.registry`.)
 ``log_lines(text)`` splits a log with each line cut to :data:`MAX_LINE` characters: the
 work per log is bounded (a 50 MB line of garbage costs no more than a short one) and so
 is every evidence line shown or stored.
@@ -52,9 +53,26 @@ _PREFIXES = [
     re.compile(r"^\[rank\d+\]:\s?|^\[\d+,\d+\]<std(?:out|err)>:\s?"),
     # quoting in issue threads
     re.compile(r"^> ?"),
+    # the wrappers' loggers (an inference server, a Python or Go service around the
+    # engine): glog/absl as Triton writes it ("E1113 01:00:58.469718 3545 model.cc:692] ")
+    re.compile(r"^(?P<level>[IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\] "),
+    # Python's logging with an asctime ("2024-05-01 10:00:00,123 - name - ERROR - ",
+    # "2024-05-01 10:00:00 ERROR ", loguru's "... | ERROR    | mod:func:12 - ")
+    re.compile(
+        r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: - [\w.-]+)?(?: - | \| | +)"
+        rf"{_LEVEL_WORD}\b(?: +\| [\w.<>-]+(?::[\w<>-]+)*:\d+ - | +- +| +)"
+        r"(?:[\w.-]+\.py:\d+ - )?"
+    ),
+    # a bracketed level after a bracketed time ("[ERROR] [root] ")
+    re.compile(rf"^\[{_LEVEL_WORD}\]\s*(?:\[[\w.-]+\]\s*)?"),
+    # Go's standard log ("2024/05/01 10:00:00 routes.go:12: ") and zerolog's console
+    # ("12:34PM ERR ")
+    re.compile(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:[\w.-]+\.go:\d+: )?"),
+    re.compile(r"^\d{1,2}:\d\d(?:AM|PM) (?P<level>DBG|INF|WRN|ERR|FTL|TRC) "),
 ]
 # Levels written where ``content`` keeps the text (rules read these lines whole): Python's
-# basic logging ("WARNING:root:"), Go's slog ("level=ERROR"), glog/absl ("E0123 12:34:56"),
+# basic logging ("WARNING:root:"), Go's slog ("level=ERROR"), glog/absl without the
+# thread id and source a full prefix has ("E0123 12:34:56"; a full one is stripped above),
 # a bracketed tag before the level ("[TRT-LLM] WARNING "), TensorRT-LLM's and TensorRT's
 # bracketed levels ("[TRT-LLM] [I] ", "[TensorRT-LLM][ERROR] ", "[TRT] [E] "; the tag stays
 # in the text: engine rules and fatal patterns read it).
@@ -74,6 +92,12 @@ _LEVELS = {
     "V": "debug",
     "VERBOSE": "debug",
     "T": "trace",
+    "DBG": "debug",
+    "INF": "info",
+    "WRN": "warning",
+    "ERR": "error",
+    "FTL": "error",
+    "TRC": "trace",
 }
 
 
