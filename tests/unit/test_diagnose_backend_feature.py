@@ -364,3 +364,54 @@ def test_an_exception_behind_a_wrapper_prefix_is_the_final_exception() -> None:
         "32 attention heads"
     )
     assert classify(log).category is Category.INVALID_CONFIG
+
+
+@pytest.mark.parametrize(
+    ("log", "category"),
+    [
+        (
+            "ggml_metal_init: error: load pipeline error: Error Domain=AGXMetal Code=3 "
+            '"Compiler encountered an internal error"',
+            Category.UNSUPPORTED_HARDWARE,
+        ),
+        ("ggml_metal_graph_compute: command buffer 1 failed with status 5", Category.RUNTIME_CRASH),
+        (
+            "llama_init_from_model: failed to initialize the context: failed to allocate "
+            "compute pp buffers",
+            Category.OOM_GPU,
+        ),
+        (
+            "[TensorRT-LLM][ERROR] Assertion failed: Unsupported data type, pre SM 80 (x.cpp:9)",
+            Category.UNSUPPORTED_HARDWARE,
+        ),
+        (
+            "[TensorRT-LLM][ERROR] Assertion failed: prompt (5000) + output (600) has exceeded "
+            "max sequence length (4096)",
+            Category.INVALID_CONFIG,
+        ),
+        ("KeyError: 'transformer.h.0.attn.c_attn.weight'", Category.MODEL_INCOMPATIBLE),
+        ("RuntimeError: Error building extension 'fused_kernels'", Category.MISSING_DEPENDENCY),
+        ("RuntimeError: No XPU GPUs are available", Category.MISSING_DEPENDENCY),
+        (
+            "RuntimeError: CUDA error: no kernel image is available\nCompile with "
+            "`TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+            Category.UNSUPPORTED_HARDWARE,
+        ),
+        (
+            "WARNING: The requested image's platform (linux/arm64) does not match the "
+            "detected host platform (linux/amd64/v3)",
+            Category.UNSUPPORTED_HARDWARE,
+        ),
+    ],
+)
+def test_platform_and_engine_wordings(log: str, category: Category) -> None:
+    d = classify(log)
+    assert d.category is category, (d.category, d.rule)
+
+
+def test_compiler_is_not_mpi() -> None:
+    """'Compiler' and 'CompilationError' hold the letters of MPI: neither is a rank set-up."""
+    d = classify("triton.compiler.errors.CompilationError: at 12:4: def kernel(x):")
+    assert d.category is Category.RUNTIME_CRASH  # an exception line no rule reads: a crash
+    assert d.confidence < GUESS_BELOW
+    assert d.stage_reached is None

@@ -77,7 +77,7 @@ RULES = RuleSet(
         ),
         # --- hardware ---------------------------------------------------------------------
         rule(
-            r"no kernel image is available for execution on the device|"
+            r"no kernel image is available\b|"
             r"cudaErrorNoKernelImageForDevice|hipErrorNoBinaryForGpu",
             C.UNSUPPORTED_HARDWARE,
             5.5,
@@ -322,7 +322,11 @@ RULES = RuleSet(
         ),
         # --- weak catch-alls: a failure happened, the cause is elsewhere -------------------
         rule(
-            r"Traceback \(most recent call last\)|^\w*(?:Error|Exception): ", C.RUNTIME_CRASH, 0.8
+            # (an exception's module path counts: "triton.compiler.errors.CompilationError: ")
+            r"Traceback \(most recent call last\)|^(?:\w+\.)*\w*(?:Error|Exception): ",
+            C.RUNTIME_CRASH,
+            0.8,
+            name=r"Traceback \(most recent call last\)|^\w*",  # the id it has always had
         ),
         rule(r"(?:^|: )error: |\bERROR\b|\bFATAL\b|\bpanic: ", C.RUNTIME_CRASH, 0.6),
     ),

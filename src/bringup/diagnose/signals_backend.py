@@ -85,7 +85,10 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"\bCUDA_ERROR_NO_BINARY_FOR_GPU\b|\brequires \.target sm_\d+\w* or higher\b|"
         r"\bptxas\b.{0,120}?\berror\b.{0,80}?\bsm_\d+|"
-        r"\bVK_ERROR_FEATURE_NOT_PRESENT\b|\be?ErrorFeatureNotPresent\b",
+        r"\bVK_ERROR_FEATURE_NOT_PRESENT\b|\be?ErrorFeatureNotPresent\b|"
+        # Metal compiling its shaders for this GPU family
+        r"\bggml_metal_init: error: load pipeline error\b|"
+        r"\bfailed to (?:create|compile|load) (?:the )?(?:Metal|MTL) (?:library|pipeline|shader)",
         C.UNSUPPORTED_HARDWARE,
         4.5,
         "the kernel needs a newer GPU architecture (or a device feature) than this one: "
@@ -97,7 +100,8 @@ RULES: tuple[Rule, ...] = (
         r"\bVK_ERROR_DEVICE_LOST\b|\be?ErrorDeviceLost\b|\bUR_RESULT_ERROR_DEVICE_LOST\b|"
         r"\bCUDA_ERROR_(?:ILLEGAL_ADDRESS|LAUNCH_FAILED|ILLEGAL_INSTRUCTION|"
         r"MISALIGNED_ADDRESS|HARDWARE_STACK_ERROR)\b|\bhipErrorIllegalAddress\b|"
-        r"\bMTLCommandBufferError\w*|\bGPU Hang Occurred\b|\bXid \d+\b",
+        r"\bMTLCommandBufferError\w*|\bGPU Hang Occurred\b|\bXid \d+\b|"
+        r"\bcommand buffer \d+ failed with status \d+",
         C.RUNTIME_CRASH,
         3.5,
         "the GPU faulted while running a kernel: rerun to see whether it repeats, then try "

@@ -313,7 +313,7 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"\bfailed to allocate (?:the )?(?:buffer|memory) for "
         r"(?:the )?(?:kv ?cache|KV self|context)|"
-        r"\bfailed to allocate (?:compute|kv|KV) buffers?",
+        r"\bfailed to allocate (?:compute|kv|KV)(?: \w+)? buffers?",
         C.OOM_GPU,
         3.5,
         name="context-buffer-allocation-failed",

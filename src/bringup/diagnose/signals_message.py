@@ -52,6 +52,8 @@ RULES: tuple[Rule, ...] = (
     rule(
         REFUSED_ONLY + r"(?:" + _HW_NOUN + _SAME_SENTENCE + r"\b" + _REFUSES + r"|"
         r"\bcompute capability (?:of |is )?(?:less|lower|below|older|smaller) than\b|"
+        r"\b(?:unsupported|not supported)\b[^.;\n]{0,60}?\b(?:pre|below|before|under)[- ]"
+        r"(?:SM ?\d{2,3}|sm_?\d{2,3})\b|"
         r"\brequires? (?:an? )?(?:GPUs?|devices?) (?:with|of) (?:compute capability|"
         r"(?:SM|sm_?) ?\d)|"
         r"\bno supported (?:CUDA |GPU |device )?arch\w* (?:were |was )?found\b|"
@@ -101,7 +103,7 @@ RULES: tuple[Rule, ...] = (
     ),
     # a requested size beyond a configured maximum (not memory: OOM rules read that)
     rule(
-        r"\bexceeds? (?:the )?(?:\w+'s |engine |model |configured |allowed )?"
+        r"\bexceed(?:s|ed)? (?:the )?(?:\w+'s |engine |model |configured |allowed )?"
         r"max(?:imum)?[ _](?:batch|seq|sequence|input|output|new|num|number|length|len|"
         r"tokens?|context|beam|draft|position|prompt)\w*"
         r"(?![^.;]{0,40}?\b(?:memory|KV|cache|blocks)\b)",

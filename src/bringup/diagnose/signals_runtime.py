@@ -54,6 +54,15 @@ RULES: tuple[Rule, ...] = (
         _VERSIONS,
         name="attribute-missing-version-skew",
     ),
+    # a KeyError on a tensor name: the checkpoint's weights are not the ones the code reads
+    rule(
+        r"^KeyError: ['\"][\w.]+\.(?:weight|bias|scales?|qweight|qzeros|g_idx|\w*_scale)['\"]",
+        C.MODEL_INCOMPATIBLE,
+        3.5,
+        "the checkpoint's tensor names are not the ones this model code reads: a checkpoint "
+        "of the layout (and quantization) the engine supports, or a newer engine",
+        name="keyerror-on-a-tensor-name",
+    ),
     rule(
         r"got an unexpected keyword argument|"
         r"TypeError: .*missing \d+ required (?:positional|keyword-only) argument|"
@@ -292,7 +301,9 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"Command '\[?['\"]?[^'\"]*(?:gcc|g\+\+|cc|clang|nvcc|ninja|c\+\+)['\"].*"
         r"returned non-zero exit status|error: command '[^']*(?:gcc|nvcc|cl\.exe)' failed|"
-        r"(?:gcc|nvcc|clang): (?:error|fatal error):",
+        r"(?:gcc|nvcc|clang): (?:error|fatal error):|"
+        # PyTorch's JIT extension builder (the compile itself failed)
+        r"\bError building extension '",
         C.MISSING_DEPENDENCY,
         3.5,
         "a kernel compile failed: install the C/CUDA toolchain and headers the JIT "
@@ -301,7 +312,8 @@ RULES: tuple[Rule, ...] = (
     ),
     # an image or binary built for another CPU architecture (arm64 vs amd64)
     rule(
-        r"exec format error|cannot execute binary file",
+        r"exec format error|cannot execute binary file|"
+        r"requested image's platform \([\w/]+\) does not match the detected host platform",
         C.UNSUPPORTED_HARDWARE,
         4,
         "the image or binary is built for another CPU architecture: pull or build one for "
@@ -314,7 +326,9 @@ RULES: tuple[Rule, ...] = (
         r"cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|CUDA_ERROR_NOT_INITIALIZED|"
         r"failed to initialize CUDA|HSA_STATUS_ERROR_OUT_OF_RESOURCES.*init|"
         r"Failed to infer device type|Could not initialize Tensile host: No devices found|"
-        r"No CUDA GPUs are available|NVIDIA-SMI has failed because it couldn't communicate|"
+        r"No (?:CUDA|HIP|ROCm|XPU|NPU) GPUs are available|"
+        r"No (?:HIP|ROCm|XPU|NPU|SYCL) devices? (?:is |are |was |were )?(?:available|found)|"
+        r"NVIDIA-SMI has failed because it couldn't communicate|"
         r"couldn't communicate with the NVIDIA driver",
         C.MISSING_DEPENDENCY,
         4.5,
