@@ -415,3 +415,18 @@ def test_compiler_is_not_mpi() -> None:
     assert d.category is Category.RUNTIME_CRASH  # an exception line no rule reads: a crash
     assert d.confidence < GUESS_BELOW
     assert d.stage_reached is None
+
+
+@pytest.mark.parametrize(
+    ("report", "category"),
+    [
+        ("After loading the weights the server just stalls, nothing happens.", None),
+        ("The request never returns and the GPU sits idle.", None),
+        ("With fp8 KV cache the answers are completely unreadable.", Category.GARBAGE_OUTPUT),
+        ("The chat endpoint returns an empty response for every prompt.", Category.GARBAGE_OUTPUT),
+    ],
+)
+def test_a_reporters_words_are_a_guess(report: str, category: Category | None) -> None:
+    d = classify(report)
+    assert d.category is (category or Category.STARTUP_TIMEOUT_OR_HANG), (d.category, d.rule)
+    assert d.confidence < GUESS_BELOW
