@@ -402,6 +402,17 @@ def test_an_exception_behind_a_wrapper_prefix_is_the_final_exception() -> None:
             "detected host platform (linux/amd64/v3)",
             Category.UNSUPPORTED_HARDWARE,
         ),
+        ("ggml_vulkan: No devices found.", Category.MISSING_DEPENDENCY),
+        (
+            "ggml_backend_sycl_buffer_type_alloc_buffer: can't allocate 8589934592 Bytes of "
+            "memory on device",
+            Category.OOM_GPU,
+        ),
+        (
+            "The code execution cannot proceed because MSVCP140.dll was not found.",
+            Category.MISSING_DEPENDENCY,
+        ),
+        ("SYCL error: CHECK_TRY_ERROR(q.memcpy(dst, src, n)): Meet error", Category.RUNTIME_CRASH),
     ],
 )
 def test_platform_and_engine_wordings(log: str, category: Category) -> None:

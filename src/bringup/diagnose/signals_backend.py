@@ -48,7 +48,9 @@ RULES: tuple[Rule, ...] = (
         r"\bZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY\b|\bCUDA_ERROR_OUT_OF_MEMORY\b|"
         r"\bACL_ERROR_RT_MEMORY_ALLOCATION\b|\bNPU out of memory\b|"
         r"\bDevice memory allocation of size \d+ failed\b|"
-        r"\bMTLHeap\w* (?:allocation )?failed\b",
+        r"\bMTLHeap\w* (?:allocation )?failed\b|"
+        r"\b(?:cannot|can't|unable to|failed to) allocate [\d.]+ ?(?:[KMGT]i?B|Bytes) "
+        r"(?:of memory )?on (?:the )?device\b",
         C.OOM_GPU,
         4.5,
         _DEVICE_MEMORY,
@@ -75,6 +77,8 @@ RULES: tuple[Rule, ...] = (
         r"\be?Error(?:IncompatibleDriver|InitializationFailed)\b|"
         r"\bhipError(?:NoDevice|InsufficientDriver)\b|"
         r"\bNo device of requested type available\b|"
+        r"\b(?:ggml_)?(?:vulkan|sycl|hip|rocm|metal|opencl|cann)\w*: no (?:\w+ )?devices? "
+        r"(?:were |was )?found\b|"
         r"\bUR_RESULT_ERROR_(?:UNINITIALIZED|DEVICE_NOT_AVAILABLE)\b",
         C.MISSING_DEPENDENCY,
         4,
@@ -107,6 +111,15 @@ RULES: tuple[Rule, ...] = (
         "the GPU faulted while running a kernel: rerun to see whether it repeats, then try "
         "another backend or kernel for this model (and check the driver's own log)",
         name="runtime-device-lost",
+    ),
+    # a runtime's error raised without a name that says more (like "CUDA error" alone): a
+    # crash, as a guess (SYCL's checks print the file and line they caught it at)
+    rule(
+        r"\bSYCL error\b|\bException caught at file:\S+sycl|\bACL error\b|"
+        r"\bVulkan error\b|\bvk::\w+Error\b",
+        C.RUNTIME_CRASH,
+        1.5,
+        name="runtime-error-unnamed",
     ),
     # --- a compiled engine that cannot be read back ---------------------------------
     rule(

@@ -144,6 +144,7 @@ RULES: tuple[Rule, ...] = (
         r"Could not find module '[^']+\.dll'|\bDLL load failed\b|"
         # a loader naming the library file it could not load (a backend, a plugin)
         r"\bfailed to load \S+\.(?:dll|so(?:\.[\d.]+)?|dylib)\b|"
+        r"\b[\w.-]+\.dll (?:is|was) (?:missing|not found)\b|"
         r"\bcannot load library\b|\bfailed to load (?:shared )?library\b",
         C.MISSING_DEPENDENCY,
         4,
