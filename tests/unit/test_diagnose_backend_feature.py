@@ -413,11 +413,35 @@ def test_an_exception_behind_a_wrapper_prefix_is_the_final_exception() -> None:
             Category.MISSING_DEPENDENCY,
         ),
         ("SYCL error: CHECK_TRY_ERROR(q.memcpy(dst, src, n)): Meet error", Category.RUNTIME_CRASH),
+        (
+            "[TensorRT-LLM][ERROR] Assertion failed: beamWidth <= maxBeamWidth (session.cpp:9)",
+            Category.INVALID_CONFIG,
+        ),
+        ("GGML_ASSERT(n_tokens <= ctx->n_batch) failed", Category.INVALID_CONFIG),
+        (
+            "AssertionError: Engine version 0.11.0 does not match runtime version 0.12.0",
+            Category.MISSING_DEPENDENCY,
+        ),
+        (
+            "There are not enough slots available in the system to satisfy the 8\n"
+            "slots that were requested by the application:",
+            Category.INVALID_CONFIG,
+        ),
+        (
+            "E0101 00:00:00.000000 1 model_lifecycle.cc:621] failed to load 'llm' version 1: "
+            "Invalid argument: unable to find backend library for backend 'vllm'",
+            Category.MISSING_DEPENDENCY,
+        ),
     ],
 )
 def test_platform_and_engine_wordings(log: str, category: Category) -> None:
     d = classify(log)
     assert d.category is category, (d.category, d.rule)
+
+
+def test_an_index_check_is_a_crash_not_a_limit() -> None:
+    d = classify("GGML_ASSERT(i01 >= 0 && i01 < ne01) failed")
+    assert d.category is Category.RUNTIME_CRASH
 
 
 def test_compiler_is_not_mpi() -> None:

@@ -147,6 +147,18 @@ RULES: tuple[Rule, ...] = (
         name="exception-names-a-setting",
         case=True,
     ),
+    # an assertion comparing a value with a configured limit ("maxBeamWidth <= mMaxBeamWidth",
+    # "n_tokens <= n_batch"): a request or setting beyond what the launch allows
+    rule(
+        r"\b(?:Assertion failed|GGML_ASSERT|assert)\b\W{0,3}[\w.>()-]{0,60}?\s*(?:<=?|>=?)\s*"
+        r"[\w.>()-]{0,20}?(?:max|Max|MAX|limit|Limit|n_batch|n_ubatch|n_ctx|capacity)\w*",
+        C.INVALID_CONFIG,
+        3,
+        "a request or setting exceeds a limit the launch fixed (a maximum length, batch, "
+        "beam width or context): raise the limit or ask for less",
+        name="assertion-against-a-limit",
+        case=True,
+    ),
     # an assertion that names a setting as empty or unset (a required path or value)
     rule(
         r"\bAssertion failed: [^\n]{0,80}?\b(?:paths?|dir(?:ectory)?|name|file|config)\b"

@@ -86,7 +86,10 @@ RULES: tuple[Rule, ...] = (
     # parallel sizes that do not multiply to the number of ranks
     rule(
         r"(?:mpi_?size|world_?size|num_?gpus|n_?ranks)\s*==\s*\w*(?:tp|pp|parallel)\w*\s*\*|"
-        r"world size \(?\d+\)? (?:does not|doesn't) (?:match|equal)",
+        r"world size \(?\d+\)? (?:does not|doesn't) (?:match|equal)|"
+        r"\bexpected (?:mpi |MPI )?world[ _]size\b[^.\n]{0,40}?\bgot\b|"
+        # Open MPI asked for more ranks than the machine has slots for
+        r"\bnot enough slots available in the system to satisfy\b",
         C.INVALID_CONFIG,
         4.5,
         "the number of ranks must equal tensor x pipeline parallel size: launch as many "

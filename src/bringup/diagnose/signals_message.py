@@ -123,6 +123,9 @@ RULES: tuple[Rule, ...] = (
         r"\b(?:please )?(?:upgrade|update|reinstall|downgrade) (?:your )?[\w.-]+ "
         r"(?:to|version|>=|==|matching)\b|"
         r"\bis not compiled (?:for|with)\b|\bwas not compiled with\b|"
+        # a built artefact's version against the runtime's ("Engine version 0.9 does not
+        # match TensorRT-LLM version 0.10")
+        r"\bversion [\w.+-]*\d[\w.+-]* (?:does not|doesn't) match [^.\n]{0,40}?\bversion\b|"
         r"\bNinja is required\b|/ld(?:\.\w+)?: cannot find -l\w+",
         C.MISSING_DEPENDENCY,
         2.8,

@@ -102,7 +102,8 @@ RULES: tuple[Rule, ...] = (
         name="json-file-empty",
     ),
     rule(
-        r"unable to find '[^']+' for model|unable to (?:find|load) backend (?:library )?'",
+        r"unable to find '[^']+' for model|unable to (?:find|load) backend (?:library )?'|"
+        r"\bunable to find backend library for backend\b",
         C.MISSING_DEPENDENCY,
         3.5,
         "the server has no such backend installed: use the image that ships it",
