@@ -389,7 +389,6 @@ def test_an_exception_behind_a_wrapper_prefix_is_the_final_exception() -> None:
             "max sequence length (4096)",
             Category.INVALID_CONFIG,
         ),
-        ("KeyError: 'transformer.h.0.attn.c_attn.weight'", Category.MODEL_INCOMPATIBLE),
         ("RuntimeError: Error building extension 'fused_kernels'", Category.MISSING_DEPENDENCY),
         ("RuntimeError: No XPU GPUs are available", Category.MISSING_DEPENDENCY),
         (
@@ -465,3 +464,37 @@ def test_a_reporters_words_are_a_guess(report: str, category: Category | None) -
     d = classify(report)
     assert d.category is (category or Category.STARTUP_TIMEOUT_OR_HANG), (d.category, d.rule)
     assert d.confidence < GUESS_BELOW
+
+
+_RICH = (
+    "╭──────────────── Traceback (most recent call last) ────────────────╮\n"
+    "│ /srv/app/server.py:41 in serve                                    │\n"
+    "│                                                                   │\n"
+    "│ ❱ 41 │   model = load(model_id)                                   │\n"
+    "│ ╭─────────── locals ───────────╮                                  │\n"
+    "│ │ model_id = 'org/some-model'  │                                  │\n"
+    "│ ╰──────────────────────────────╯                                  │\n"
+    "│ /srv/app/distributed/device_communicators/pynccl.py:77 in __init__ │\n"
+    "╰───────────────────────────────────────────────────────────────────╯\n"
+)
+
+
+def test_a_rich_traceback_is_read_through_its_box() -> None:
+    from bringup.diagnose.logtext import content
+    from bringup.diagnose.pytrace import read_tracebacks
+
+    lines = (_RICH + "RuntimeError: something no rule reads").splitlines()
+    assert content(lines[5]) == "model_id = 'org/some-model'"
+    (tb,) = read_tracebacks(lines)
+    assert [f.func for f in tb.frames] == ["serve", "__init__"]
+    assert tb.exc_type == "RuntimeError"
+    # the frame it was raised in decides, as a guess
+    d = classify("\n".join(lines))
+    assert d.category is Category.DISTRIBUTED_FAILURE
+    assert d.confidence < GUESS_BELOW
+
+
+def test_a_box_is_not_a_logger_prefix() -> None:
+    from bringup.diagnose.logtext import has_log_prefix
+
+    assert not has_log_prefix("│ │ dtype = None │ │")

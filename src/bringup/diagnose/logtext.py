@@ -16,6 +16,8 @@ import re
 from functools import lru_cache
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|#033\[[0-9;]*m")
+# the borders of a box a rich traceback (TGI's, typer's) draws around its frames and locals
+_BOX = re.compile(r"^(?:[│┃║]\s?)+|(?:\s*[│┃║])+\s*$")
 # The logger-prefix grammar, in one place: the prefixes ``content`` strips, and which of
 # them carry the line's level (a named group ``level``), read by ``level_of``.
 _LEVEL_WORD = r"(?P<level>INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|TRACE)"
@@ -106,6 +108,8 @@ def _split(line: str) -> tuple[str | None, str]:
     """(level, message) of one log line: the level its logger prefix names, lower-case
     ("warning", "error", ...), and the message without colour codes and prefixes."""
     text = _ANSI.sub("", line).strip()
+    if text[:1] in "│┃║":
+        text = _BOX.sub("", text).strip()
     level = None
     for _ in range(4):  # prefixes nest (journald around docker around vLLM)
         before = text
@@ -153,6 +157,8 @@ def has_log_prefix(line: str) -> bool:
     """The line starts with what a logger writes (time, level, process tag), not only an
     issue thread's quoting: it is a log line, whatever its message reads like."""
     bare = _QUOTING.sub("", _ANSI.sub("", line).strip()).strip()
+    if bare[:1] in "│┃║":  # a box's border is drawing, not a logger's prefix
+        bare = _BOX.sub("", bare).strip()
     return content(line) != bare
 
 

@@ -54,15 +54,6 @@ RULES: tuple[Rule, ...] = (
         _VERSIONS,
         name="attribute-missing-version-skew",
     ),
-    # a KeyError on a tensor name: the checkpoint's weights are not the ones the code reads
-    rule(
-        r"^KeyError: ['\"][\w.]+\.(?:weight|bias|scales?|qweight|qzeros|g_idx|\w*_scale)['\"]",
-        C.MODEL_INCOMPATIBLE,
-        3.5,
-        "the checkpoint's tensor names are not the ones this model code reads: a checkpoint "
-        "of the layout (and quantization) the engine supports, or a newer engine",
-        name="keyerror-on-a-tensor-name",
-    ),
     rule(
         r"got an unexpected keyword argument|"
         r"TypeError: .*missing \d+ required (?:positional|keyword-only) argument|"
