@@ -101,7 +101,7 @@ RULES: tuple[Rule, ...] = (
     ),
     # --- the device lost or faulted mid-run -----------------------------------------
     rule(
-        r"\bVK_ERROR_DEVICE_LOST\b|\be?ErrorDeviceLost\b|\bUR_RESULT_ERROR_DEVICE_LOST\b|"
+        r"\bVK_ERROR_DEVICE_LOST\b|\be?ErrorDeviceLost\b|\bvk::DeviceLostError\b|\bUR_RESULT_ERROR_DEVICE_LOST\b|"
         r"\bCUDA_ERROR_(?:ILLEGAL_ADDRESS|LAUNCH_FAILED|ILLEGAL_INSTRUCTION|"
         r"MISALIGNED_ADDRESS|HARDWARE_STACK_ERROR)\b|\bhipErrorIllegalAddress\b|"
         r"\bMTLCommandBufferError\w*|\bGPU Hang Occurred\b|\bXid \d+\b|"
@@ -116,7 +116,7 @@ RULES: tuple[Rule, ...] = (
     # crash, as a guess (SYCL's checks print the file and line they caught it at)
     rule(
         r"\bSYCL error\b|\bException caught at file:\S+sycl|\bACL error\b|"
-        r"\bVulkan error\b|\bvk::\w+Error\b",
+        r"\bVulkan error\b",
         C.RUNTIME_CRASH,
         1.5,
         name="runtime-error-unnamed",
