@@ -17,7 +17,7 @@ from bringup.diagnose.logtext import content, level_of
         ("W llama_model_loader: odd key", "warning", "llama_model_loader: odd key"),
         ("2024-05-01T01:17:12.123Z  WARN shard-manager: low", "warning", "low"),
         ('time=2024 level=ERROR source=x.go:1 msg="boom"', "error", None),
-        ("E0123 12:34:56.789 1 x.cc:1] bad", "error", None),
+        ("E0123 12:34:56.789 1 x.cc:1] bad", "error", "bad"),
         ("ERROR:    Exception in ASGI application", "error", None),
         (
             "RuntimeError: CUDA error: out of memory",

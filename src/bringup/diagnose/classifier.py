@@ -298,7 +298,8 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
                         frame.index,
                         rule=f"{rs.engine}:{fr.name}",
                         flags=fr.flags,
-                        prior=cut,
+                        # where it was raised, weighed below a cause, names only a kind
+                        prior=cut or fr.weight < _CAUSE,
                     )
                 )
     for tb in tracebacks:

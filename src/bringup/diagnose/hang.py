@@ -63,7 +63,7 @@ _PHASES: list[tuple[str, re.Pattern[str], str]] = [
         re.compile(
             r"Connecting to tcp://|NCCL INFO|init_distributed|distributed_init_method|"
             r"world_size=\d+|rendezvous|TCPStore|process group|Init torch distributed|"
-            r"gloo|nccl|custom all-?reduce|MPI",
+            r"gloo|nccl|custom all-?reduce|\bMPI\b",
             re.I,
         ),
         "ranks are waiting for each other: check NCCL (NCCL_DEBUG=INFO, NCCL_P2P_DISABLE=1, "

@@ -34,7 +34,15 @@ of how much they say:
 
 The message grammar (which noun refused with which verb: a GPU, a capture, a parallel size,
 a config key; ranks that cannot connect, a cluster that cannot place them; a C++ runtime's
-abort), between items 4 and 8 in strength, lives in :mod:`bringup.diagnose.signals_message`.
+abort), between items 4 and 8 in strength, lives in :mod:`bringup.diagnose.signals_message`;
+a GPU runtime's own error names (HIP, Vulkan, SYCL, Metal, CANN, the CUDA driver API) and a
+compiled engine that cannot be read back, item 4's other half, in
+:mod:`bringup.diagnose.signals_backend`; a feature the user switched on (LoRA, images,
+speculative decoding, grammars, embeddings, chat templates) and a message naming a setting
+beside a constraint, refused configurations of item 5, in :mod:`bringup.diagnose.signals_feature`;
+where an exception was raised when no rule reads its message (a version check, the hub
+client, the ranks' communicators, the chat template, LoRA and grammar code, the model-class
+lookup), item 1's frames as guesses, in :mod:`bringup.diagnose.signals_frames`.
 Items 1-4 live in :mod:`bringup.diagnose.signals_runtime`, 5-8 in
 :mod:`bringup.diagnose.signals_launch`, and what the model asks for that the code refuses
 (item 6's second half) in :mod:`bringup.diagnose.signals_model`; all are engine-independent
@@ -47,6 +55,9 @@ Garbage *output* (text that is the engine's answer, not its log) is read by
 from __future__ import annotations
 
 from bringup.diagnose import (
+    signals_backend,
+    signals_feature,
+    signals_frames,
     signals_launch,
     signals_message,
     signals_model,
@@ -60,11 +71,18 @@ RULES = RuleSet(
     engine="ladder",
     rules=(
         *signals_runtime.RULES,
+        *signals_backend.RULES,
         *signals_platform.RULES,
+        *signals_feature.RULES,
         *signals_message.RULES,
         *signals_launch.RULES,
         *signals_model.RULES,
         *signals_prose.RULES,
     ),
-    frame_rules=(*signals_launch.FRAME_RULES, *signals_platform.FRAME_RULES),
+    frame_rules=(
+        *signals_launch.FRAME_RULES,
+        *signals_platform.FRAME_RULES,
+        *signals_backend.FRAME_RULES,
+        *signals_frames.FRAME_RULES,
+    ),
 )

@@ -1,9 +1,10 @@
 """Log-line normalisation shared by the rules, the traceback reader and the hang reader.
 
 ``content(line)`` strips what loggers put in front of the message (ANSI colours, journald,
-docker-compose, vLLM process tags and levels, SGLang timestamps, llama.cpp level letters) so
-rules match the message itself; evidence keeps the original line verbatim. (Every spelling
-of an engine's name resolves in :mod:`bringup.engines.registry`.)
+docker-compose, vLLM process tags and levels, SGLang timestamps, llama.cpp level letters, and
+the loggers of wrappers: glog as Triton writes it, Python's logging with a time, loguru, Go's
+log and zerolog) so rules match the message itself; evidence keeps the original line
+verbatim. (Every spelling of an engine's name resolves in :mod:`bringup.engines.registry`.)
 ``log_lines(text)`` splits a log with each line cut to :data:`MAX_LINE` characters: the
 work per log is bounded (a 50 MB line of garbage costs no more than a short one) and so
 is every evidence line shown or stored.
@@ -15,6 +16,8 @@ import re
 from functools import lru_cache
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|#033\[[0-9;]*m")
+# the borders of a box a rich traceback (TGI's, typer's) draws around its frames and locals
+_BOX = re.compile(r"^(?:[│┃║]\s?)+|(?:\s*[│┃║])+\s*$")
 # The logger-prefix grammar, in one place: the prefixes ``content`` strips, and which of
 # them carry the line's level (a named group ``level``), read by ``level_of``.
 _LEVEL_WORD = r"(?P<level>INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|TRACE)"
@@ -52,9 +55,26 @@ _PREFIXES = [
     re.compile(r"^\[rank\d+\]:\s?|^\[\d+,\d+\]<std(?:out|err)>:\s?"),
     # quoting in issue threads
     re.compile(r"^> ?"),
+    # the wrappers' loggers (an inference server, a Python or Go service around the
+    # engine): glog/absl as Triton writes it ("E1113 01:00:58.469718 3545 model.cc:692] ")
+    re.compile(r"^(?P<level>[IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\] "),
+    # Python's logging with an asctime ("2024-05-01 10:00:00,123 - name - ERROR - ",
+    # "2024-05-01 10:00:00 ERROR ", loguru's "... | ERROR    | mod:func:12 - ")
+    re.compile(
+        r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: - [\w.-]+)?(?: - | \| | +)"
+        rf"{_LEVEL_WORD}\b(?: +\| [\w.<>-]+(?::[\w<>-]+)*:\d+ - | +- +| +)"
+        r"(?:[\w.-]+\.py:\d+ - )?"
+    ),
+    # a bracketed level after a bracketed time ("[ERROR] [root] ")
+    re.compile(rf"^\[{_LEVEL_WORD}\]\s*(?:\[[\w.-]+\]\s*)?"),
+    # Go's standard log ("2024/05/01 10:00:00 routes.go:12: ") and zerolog's console
+    # ("12:34PM ERR ")
+    re.compile(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:[\w.-]+\.go:\d+: )?"),
+    re.compile(r"^\d{1,2}:\d\d(?:AM|PM) (?P<level>DBG|INF|WRN|ERR|FTL|TRC) "),
 ]
 # Levels written where ``content`` keeps the text (rules read these lines whole): Python's
-# basic logging ("WARNING:root:"), Go's slog ("level=ERROR"), glog/absl ("E0123 12:34:56"),
+# basic logging ("WARNING:root:"), Go's slog ("level=ERROR"), glog/absl without the
+# thread id and source a full prefix has ("E0123 12:34:56"; a full one is stripped above),
 # a bracketed tag before the level ("[TRT-LLM] WARNING "), TensorRT-LLM's and TensorRT's
 # bracketed levels ("[TRT-LLM] [I] ", "[TensorRT-LLM][ERROR] ", "[TRT] [E] "; the tag stays
 # in the text: engine rules and fatal patterns read it).
@@ -74,6 +94,12 @@ _LEVELS = {
     "V": "debug",
     "VERBOSE": "debug",
     "T": "trace",
+    "DBG": "debug",
+    "INF": "info",
+    "WRN": "warning",
+    "ERR": "error",
+    "FTL": "error",
+    "TRC": "trace",
 }
 
 
@@ -82,6 +108,8 @@ def _split(line: str) -> tuple[str | None, str]:
     """(level, message) of one log line: the level its logger prefix names, lower-case
     ("warning", "error", ...), and the message without colour codes and prefixes."""
     text = _ANSI.sub("", line).strip()
+    if text[:1] in "│┃║":
+        text = _BOX.sub("", text).strip()
     level = None
     for _ in range(4):  # prefixes nest (journald around docker around vLLM)
         before = text
@@ -129,6 +157,8 @@ def has_log_prefix(line: str) -> bool:
     """The line starts with what a logger writes (time, level, process tag), not only an
     issue thread's quoting: it is a log line, whatever its message reads like."""
     bare = _QUOTING.sub("", _ANSI.sub("", line).strip()).strip()
+    if bare[:1] in "│┃║":  # a box's border is drawing, not a logger's prefix
+        bare = _BOX.sub("", bare).strip()
     return content(line) != bare
 
 

@@ -4,7 +4,9 @@ Logs interleave ranks and cut tracebacks short, so the reader is forgiving: a ru
 ``File "...", line N, in func`` lines followed by an ``SomethingError: message`` line is a
 traceback even without its ``Traceback (most recent call last):`` header, and an exception
 line standing alone (``RuntimeError: CUDA error: ...``) still counts as a final exception.
-Chained tracebacks ("During handling of the above exception ...") yield one entry each.
+A rich traceback (a box of ``/path/file.py:89 in func`` frames, TGI's and typer's) is read
+the same way once ``content`` has taken its borders off. Chained tracebacks ("During
+handling of the above exception ...") yield one entry each.
 A traceback cut off after its last frame's ``raise SomeError("...")`` source line (posts
 often stop there) counts that ``raise`` as its exception line; one cut off anywhere else at
 the end of the log is kept without an exception line (its frames still tell where it was).
@@ -20,6 +22,10 @@ from bringup.diagnose.logtext import content
 
 _HEADER = re.compile(r"Traceback \(most recent call last\)")
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>[\w<>.]+)')
+# a frame as rich prints it inside its box: "/path/to/file.py:89 in serve"
+_RICH_FRAME = re.compile(
+    r"^(?P<path>(?:[A-Za-z]:)?[/\\~][^:]*\.py):(?P<line>\d+) in (?P<func>[\w<>.]+)\s*$"
+)
 _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt)|Exception|"
     r"KeyError|AssertionError|StopIteration))(?::\s*(?P<msg>.*))?$"
@@ -81,7 +87,7 @@ def read_tracebacks(lines: list[str]) -> list[Traceback]:
             cut_short()
             current, raised = Traceback(), None
             continue
-        frame = _FRAME.search(text)
+        frame = _FRAME.search(text) or _RICH_FRAME.match(text)
         if frame:
             if current is None:
                 current = Traceback()

@@ -77,7 +77,7 @@ RULES = RuleSet(
         ),
         # --- hardware ---------------------------------------------------------------------
         rule(
-            r"no kernel image is available for execution on the device|"
+            r"no kernel image is available\b|"
             r"cudaErrorNoKernelImageForDevice|hipErrorNoBinaryForGpu",
             C.UNSUPPORTED_HARDWARE,
             5.5,
@@ -267,7 +267,10 @@ RULES = RuleSet(
             REFUSED_ONLY + r"(?:size mismatch for|does not recognize this architecture|"
             r"model type `?[\w-]+`? (?:is )?not (?:supported|recognized)|"
             r"Unsupported (?:model )?architecture|is not supported for (?:this|the) model|"
-            r"(?:model|architecture) (?:is )?not (?:yet )?supported|"
+            # "... model is not supported with pipeline parallelism" refuses a combination
+            # of settings (read below as a configuration), not the model
+            r"(?:model|architecture) (?:is )?not (?:yet )?supported"
+            r"(?! (?:with|when|together|in combination|alongside)\b)|"
             r"requires [\w_]*(?:head_dim|num_heads|head_size|hidden_size)\w* ?[=!<>]=)",
             C.MODEL_INCOMPATIBLE,
             4,
@@ -319,7 +322,11 @@ RULES = RuleSet(
         ),
         # --- weak catch-alls: a failure happened, the cause is elsewhere -------------------
         rule(
-            r"Traceback \(most recent call last\)|^\w*(?:Error|Exception): ", C.RUNTIME_CRASH, 0.8
+            # (an exception's module path counts: "triton.compiler.errors.CompilationError: ")
+            r"Traceback \(most recent call last\)|^(?:\w+\.)*\w*(?:Error|Exception): ",
+            C.RUNTIME_CRASH,
+            0.8,
+            name=r"Traceback \(most recent call last\)|^\w*",  # the id it has always had
         ),
         rule(r"(?:^|: )error: |\bERROR\b|\bFATAL\b|\bpanic: ", C.RUNTIME_CRASH, 0.6),
     ),

@@ -86,7 +86,10 @@ RULES: tuple[Rule, ...] = (
     # parallel sizes that do not multiply to the number of ranks
     rule(
         r"(?:mpi_?size|world_?size|num_?gpus|n_?ranks)\s*==\s*\w*(?:tp|pp|parallel)\w*\s*\*|"
-        r"world size \(?\d+\)? (?:does not|doesn't) (?:match|equal)",
+        r"world size \(?\d+\)? (?:does not|doesn't) (?:match|equal)|"
+        r"\bexpected (?:mpi |MPI )?world[ _]size\b[^.\n]{0,40}?\bgot\b|"
+        # Open MPI asked for more ranks than the machine has slots for
+        r"\bnot enough slots available in the system to satisfy\b",
         C.INVALID_CONFIG,
         4.5,
         "the number of ranks must equal tensor x pipeline parallel size: launch as many "
@@ -132,7 +135,8 @@ RULES: tuple[Rule, ...] = (
         name="tensor-type-unknown",
     ),
     rule(
-        r"invalid file magic|not a valid GGUF|failed to parse GGUF",
+        r"invalid file magic|not a valid GGUF|failed to parse GGUF|not in GGUF format|"
+        r"is not a GGUF file",
         C.MODEL_LOAD_FAILURE,
         4.5,
         "the file is not a model file (an HTML page, a git-lfs pointer, a partial "
@@ -177,7 +181,8 @@ RULES: tuple[Rule, ...] = (
     ),
     rule(
         r"weight [\w.]+ does not exist|(?:Missing|Unexpected) key\(?s\)? in state_dict|"
-        r"no (?:weight|tensor) named [\w.'\"]+ in|cannot find tensor [\w.'\"]+",
+        r"no (?:weight|tensor) named [\w.'\"]+ in|cannot find tensor [\w.'\"]+|"
+        r"\bmissing [\w.]+ tensor\b|\bmissing tensor [\w.'\"]+",
         C.MODEL_INCOMPATIBLE,
         4.5,
         "the checkpoint's weight names do not match this engine's model code: use a "
@@ -311,7 +316,7 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"\bfailed to allocate (?:the )?(?:buffer|memory) for "
         r"(?:the )?(?:kv ?cache|KV self|context)|"
-        r"\bfailed to allocate (?:compute|kv|KV) buffers?",
+        r"\bfailed to allocate (?:compute|kv|KV)(?: \w+)? buffers?",
         C.OOM_GPU,
         3.5,
         name="context-buffer-allocation-failed",

@@ -52,6 +52,8 @@ RULES: tuple[Rule, ...] = (
     rule(
         REFUSED_ONLY + r"(?:" + _HW_NOUN + _SAME_SENTENCE + r"\b" + _REFUSES + r"|"
         r"\bcompute capability (?:of |is )?(?:less|lower|below|older|smaller) than\b|"
+        r"\b(?:unsupported|not supported)\b[^.;\n]{0,60}?\b(?:pre|below|before|under)[- ]"
+        r"(?:SM ?\d{2,3}|sm_?\d{2,3})\b|"
         r"\brequires? (?:an? )?(?:GPUs?|devices?) (?:with|of) (?:compute capability|"
         r"(?:SM|sm_?) ?\d)|"
         r"\bno supported (?:CUDA |GPU |device )?arch\w* (?:were |was )?found\b|"
@@ -101,7 +103,7 @@ RULES: tuple[Rule, ...] = (
     ),
     # a requested size beyond a configured maximum (not memory: OOM rules read that)
     rule(
-        r"\bexceeds? (?:the )?(?:\w+'s |engine |model |configured |allowed )?"
+        r"\bexceed(?:s|ed)? (?:the )?(?:\w+'s |engine |model |configured |allowed )?"
         r"max(?:imum)?[ _](?:batch|seq|sequence|input|output|new|num|number|length|len|"
         r"tokens?|context|beam|draft|position|prompt)\w*"
         r"(?![^.;]{0,40}?\b(?:memory|KV|cache|blocks)\b)",
@@ -121,6 +123,9 @@ RULES: tuple[Rule, ...] = (
         r"\b(?:please )?(?:upgrade|update|reinstall|downgrade) (?:your )?[\w.-]+ "
         r"(?:to|version|>=|==|matching)\b|"
         r"\bis not compiled (?:for|with)\b|\bwas not compiled with\b|"
+        # a built artefact's version against the runtime's ("Engine version 0.9 does not
+        # match TensorRT-LLM version 0.10")
+        r"\bversion [\w.+-]*\d[\w.+-]* (?:does not|doesn't) match [^.\n]{0,40}?\bversion\b|"
         r"\bNinja is required\b|/ld(?:\.\w+)?: cannot find -l\w+",
         C.MISSING_DEPENDENCY,
         2.8,
@@ -171,6 +176,17 @@ RULES: tuple[Rule, ...] = (
         "engine holds on the CPU (offload, mmap, batch), or add RAM",
         name="host-allocation-failed",
     ),
+    # the host swap pool for preempted sequences is used up: host memory, by its name
+    rule(
+        r"\b(?:lack|out) of (?:CPU )?swap space\b|\bswap space (?:is )?(?:exhausted|"
+        r"insufficient|too small)\b",
+        C.OOM_HOST,
+        4,
+        "the CPU swap space for preempted sequences ran out: raise --swap-space, or lower "
+        "the number of parallel sequences (n, batch)",
+        name="host-swap-space-exhausted",
+        flags=("--swap-space",),
+    ),
     # --- a config file of another version than the code reading it ------------------
     rule(
         r"\[json\.exception\.[\w.]+\] key '\w+' not found",
@@ -201,6 +217,8 @@ RULES: tuple[Rule, ...] = (
     ),
     rule(
         r"\bCurrent node has no GPU available\b|\bNo available node types can fulfill\b|"
+        r"\bdoes not allocate any GPUs\b|\bno GPUs? (?:is |are )?(?:available|allocated) "
+        r"on the (?:driver|head) node\b|"
         r"\bplacement group\b.{0,100}?\b(?:timed? ?out|cannot|infeasible|not (?:be )?"
         r"(?:created|ready|scheduled))|\bFailed to connect to GCS\b|"
         r"\bGCS (?:server|client)\b.{0,80}?\b(?:fail\w*|timed? ?out|unavailable)\b|"

@@ -105,7 +105,8 @@ RULES: tuple[Rule, ...] = (
     # rope scaling written by a newer transformers than the one installed (Llama 3.1's
     # rope_type llama3, yarn, longrope): the model's config, not a flag
     rule(
-        _REFUSED + r"(?:\brope[_ ]?scaling\b`?[^.]{0,60}?\b(?:must be a dictionary|"
+        _REFUSED + r"(?:\bUnrecognized keys in `?rope_scaling\b|"
+        r"\brope[_ ]?scaling\b`?[^.]{0,60}?\b(?:must be a dictionary|"
         r"(?:type )?field must be|"
         r"unknown|unsupported|not supported|not recogni[sz]ed)|"
         r"\b(?:unknown|unsupported|unrecogni[sz]ed) rope(?:[_ ]?(?:scaling|type))?\b|"

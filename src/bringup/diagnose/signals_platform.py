@@ -102,7 +102,8 @@ RULES: tuple[Rule, ...] = (
         name="json-file-empty",
     ),
     rule(
-        r"unable to find '[^']+' for model|unable to (?:find|load) backend (?:library )?'",
+        r"unable to find '[^']+' for model|unable to (?:find|load) backend (?:library )?'|"
+        r"\bunable to find backend library for backend\b",
         C.MISSING_DEPENDENCY,
         3.5,
         "the server has no such backend installed: use the image that ships it",
@@ -120,7 +121,10 @@ RULES: tuple[Rule, ...] = (
     ),
     # Ray's out-of-memory error, also when a post cuts its name short
     rule(
-        r"\bray\.exceptions\.OutOfMe\w*",
+        r"\bray\.exceptions\.OutOfMe\w*|"
+        # the memory monitor's own report, which opens every such kill
+        r"\bMemory on the node \(IP: [\d.:a-f]+, ID: \w+\) where the (?:task|actor)\b|"
+        r"\bexceeds the memory usage threshold\b",
         C.OOM_HOST,
         5,
         "Ray's memory monitor killed a worker: the node ran low on host RAM; give it more "
@@ -139,6 +143,9 @@ RULES: tuple[Rule, ...] = (
     ),
     rule(
         r"Could not find module '[^']+\.dll'|\bDLL load failed\b|"
+        # a loader naming the library file it could not load (a backend, a plugin)
+        r"\bfailed to load \S+\.(?:dll|so(?:\.[\d.]+)?|dylib)\b|"
+        r"\b[\w.-]+\.dll (?:is|was) (?:missing|not found)\b|"
         r"\bcannot load library\b|\bfailed to load (?:shared )?library\b",
         C.MISSING_DEPENDENCY,
         4,

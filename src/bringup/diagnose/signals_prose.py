@@ -8,8 +8,10 @@ names a cause outweighs it. Word edges are written ``(?<![A-Za-z])`` rather than
 where text of other scripts may touch the word ("报错out of memory": Python counts CJK as
 word characters, so ``\\b`` finds no edge there).
 
-- a hang: hangs, stuck, freezes, deadlock, stops responding, no response, waits forever;
-- wrong text: gibberish, garbage, nonsense, repetitive, incorrect or bad outputs;
+- a hang: hangs, stuck, freezes, stalls, deadlock, stops responding, no response, nothing
+  happens, never returns, waits forever;
+- wrong text: gibberish, garbage, nonsense, repetitive, incorrect, bad, unreadable or
+  meaningless outputs, random characters, an empty response;
 - a crash: crashes, segfaults, dies, a blue screen, exits without an error;
 - no GPU: not detected, falls back to the CPU, CPU-only mode;
 - memory: "out of memory" touching other scripts, Chinese for VRAM (显存) or RAM (内存)
@@ -33,7 +35,10 @@ RULES: tuple[Rule, ...] = (
         r"\btime(?:s|d)? out indefinitely\b|\binfinite(?:ly)? loading\b|"
         r"\bwaiting (?:forever|indefinitely)\b|\bnever (?:reaches|returns|finishes)\b|"
         r"\b(?:rotating|spinning) (?:cursor|wheel|icon)\b|\bkeeps? (?:spinning|loading)\b|"
-        r"\bloads? forever\b|"
+        r"\bloads? forever\b|\bstall(?:s|ed|ing)?\b|\bfrozen\b|\bnothing happens\b|"
+        r"\bno (?:further )?progress\b|\bnot progressing\b|\btak(?:es|ing) forever\b|"
+        r"\b(?:does not|doesn't|never) (?:return|respond|finish|complete)s?\b|"
+        r"\b(?:keeps?|kept) waiting\b|\bwait(?:s|ing)? forever\b|"
         r"卡住|卡死|无响应",
         C.STARTUP_TIMEOUT_OR_HANG,
         1.8,
@@ -51,7 +56,13 @@ RULES: tuple[Rule, ...] = (
         r"\brepeat(?:s|ing)? (?:one|a single) (?:char|character|word|token)|乱码|"
         r"\b(?:outputs?|responses?|answers?|repl(?:y|ies)|results?) (?:is|are|was|were) "
         r"(?:all |only |just |pure )?(?:nonsense|garbage|random|exclamation marks?)\b|"
-        r"\b(?:outputs?|responses?|answers?) (?:is|are|was|were) all `?[!?@#.]{3,}",
+        r"\b(?:outputs?|responses?|answers?) (?:is|are|was|were) all `?[!?@#.]{3,}|"
+        r"\b(?:meaningless|unreadable) (?:text|outputs?|answers?|responses?|results?)\b|"
+        r"\b(?:outputs?|responses?|answers?|results?|text) (?:is |are |was |were )?"
+        r"(?:completely |totally )?(?:meaningless|unreadable)\b|"
+        r"\brandom (?:characters|tokens|symbols|words)\b|"
+        r"\b(?:returns?|gives?|produces?|generates?) (?:an? |only )?(?:empty|blank) "
+        r"(?:responses?|outputs?|strings?|content|text|answers?)\b",
         C.GARBAGE_OUTPUT,
         1.8,
         name="reporter-says-wrong-text",

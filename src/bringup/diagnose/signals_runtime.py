@@ -32,6 +32,19 @@ RULES: tuple[Rule, ...] = (
         "of the architecture the engine supports, or a newer engine",
         name="config-attribute-missing",
     ),
+    # a layer of the model code lacks a quantization parameter the checkpoint's method
+    # needs (scales, zero points, packed weights): the checkpoint's quantization layout is
+    # not the one this code loads
+    rule(
+        r"'\w*(?:Linear|Layer|Attention|MoE|Experts?|Embedding|Conv\w*)' object has no "
+        r"attribute '\w*(?:scale|zero|zeros|qweight|g_idx|scales|bias|weight_packed|"
+        r"quant\w*)'",
+        C.MODEL_INCOMPATIBLE,
+        4,
+        "the model code has no place for the checkpoint's quantization parameters: a "
+        "checkpoint quantized with a method this version loads, or a newer engine",
+        name="layer-lacks-quantization-parameter",
+    ),
     rule(
         r"AttributeError: module '[\w.]+' has no attribute|"
         r"AttributeError: (?!'NoneType')'?[\w.]+'? (?:object )?has no attribute|"
@@ -279,7 +292,9 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"Command '\[?['\"]?[^'\"]*(?:gcc|g\+\+|cc|clang|nvcc|ninja|c\+\+)['\"].*"
         r"returned non-zero exit status|error: command '[^']*(?:gcc|nvcc|cl\.exe)' failed|"
-        r"(?:gcc|nvcc|clang): (?:error|fatal error):",
+        r"(?:gcc|nvcc|clang): (?:error|fatal error):|"
+        # PyTorch's JIT extension builder (the compile itself failed)
+        r"\bError building extension '",
         C.MISSING_DEPENDENCY,
         3.5,
         "a kernel compile failed: install the C/CUDA toolchain and headers the JIT "
@@ -288,7 +303,8 @@ RULES: tuple[Rule, ...] = (
     ),
     # an image or binary built for another CPU architecture (arm64 vs amd64)
     rule(
-        r"exec format error|cannot execute binary file",
+        r"exec format error|cannot execute binary file|"
+        r"requested image's platform \([\w/]+\) does not match the detected host platform",
         C.UNSUPPORTED_HARDWARE,
         4,
         "the image or binary is built for another CPU architecture: pull or build one for "
@@ -301,7 +317,9 @@ RULES: tuple[Rule, ...] = (
         r"cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|CUDA_ERROR_NOT_INITIALIZED|"
         r"failed to initialize CUDA|HSA_STATUS_ERROR_OUT_OF_RESOURCES.*init|"
         r"Failed to infer device type|Could not initialize Tensile host: No devices found|"
-        r"No CUDA GPUs are available|NVIDIA-SMI has failed because it couldn't communicate|"
+        r"No (?:CUDA|HIP|ROCm|XPU|NPU) GPUs are available|"
+        r"No (?:HIP|ROCm|XPU|NPU|SYCL) devices? (?:is |are |was |were )?(?:available|found)|"
+        r"NVIDIA-SMI has failed because it couldn't communicate|"
         r"couldn't communicate with the NVIDIA driver",
         C.MISSING_DEPENDENCY,
         4.5,
