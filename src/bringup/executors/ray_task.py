@@ -57,7 +57,7 @@ def remote_trial(
     if key in decided:
         return decided[key], None, "reused", placed
 
-    from bringup.checks import ReferenceAnswers
+    from bringup.checks.reference import ReferenceAnswers
     from bringup.trial import TrialContext, run_trial
 
     def on_stage(result: TrialResult, stage: Stage, message: str) -> None:
