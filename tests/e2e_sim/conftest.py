@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 import bringup.trial as trial_mod
+import bringup.trial_checks as trial_checks_mod
 from bringup.checks.accuracy import DEFAULT_MAX_LOGPROB_MAD, DEFAULT_MIN_TOKEN_AGREEMENT
 from bringup.contention import Contention, ContentionMeter
 from bringup.spec import Config, Spec, load_spec
@@ -216,5 +217,6 @@ class _QuietMeter:
 @pytest.fixture(scope="session", autouse=True)
 def _sim_speed_ignores_contention() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(trial_mod, "ContentionMeter", _QuietMeter)
+        mp.setattr(trial_mod, "ContentionMeter", _QuietMeter)  # the trial's window
+        mp.setattr(trial_checks_mod, "ContentionMeter", _QuietMeter)  # the benchmark's
         yield

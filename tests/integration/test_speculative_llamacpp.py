@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bringup.checks.accuracy import ReferenceAnswers
+from bringup.checks.reference import ReferenceAnswers
 from bringup.checks.speculative import speculative_check
 from bringup.http import OpenAIClient
 from bringup.testing.llama import serve_llama

@@ -181,7 +181,8 @@ async def test_the_trial_keeps_the_reference_under_load_and_judges_once_a_contro
     from bringup.checks.accuracy import collect_answers
     from bringup.engines.registry import get_engine
     from bringup.plan.base import PlannedTrial
-    from bringup.trial import TrialContext, TrialRun, _paired_under_load
+    from bringup.trial import TrialContext, TrialRun
+    from bringup.trial_checks import _paired_under_load
     from bringup.verdict import TrialResult
 
     s = spec()

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from bringup.checks.accuracy import ReferenceAnswers
+from bringup.checks.reference import ReferenceAnswers
 from bringup.checks.speculative import (
     bench_acceptance,
     from_metrics,

@@ -195,7 +195,7 @@ def _timed_out() -> Exception:
 async def _trial_where_checks_fail(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: Exception, engine_code: str = SERVE
 ) -> object:
-    import bringup.trial as trial_mod
+    import bringup.trial_checks as trial_mod
     from bringup.plan.base import PlannedTrial
     from bringup.spec import parse_spec
     from bringup.trial import TrialContext, run_trial
@@ -264,7 +264,7 @@ async def test_5xx_from_a_live_engine_is_a_runtime_crash(
 async def test_no_reference_answers_leaves_a_candidate_unchecked_not_passed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import bringup.trial as trial_mod
+    import bringup.trial_checks as trial_mod
     from bringup.checks.correctness import CheckReport
     from bringup.plan.base import PlannedTrial
     from bringup.spec import parse_spec

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 from bringup.checks.accuracy import (
     AccuracyReport,
-    ReferenceAnswers,
     collect_answers,
     compare_accuracy,
 )
 from bringup.checks.intervals import garbage_share, wilson
+from bringup.checks.reference import ReferenceAnswers
 from bringup.http import OpenAIClient
 from bringup.spec import Config, Spec
 

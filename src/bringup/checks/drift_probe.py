@@ -19,9 +19,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bringup.checks.accuracy import ReferenceAnswers
 from bringup.checks.accuracy_budget import judge_accuracy
 from bringup.checks.probe import ProbeResult, run_probe
+from bringup.checks.reference import ReferenceAnswers
 from bringup.errors import BringupError
 from bringup.http import OpenAIClient, RequestError
 from bringup.spec import Spec

@@ -32,13 +32,13 @@ from typing import Any
 
 from bringup.checks.accuracy import (
     AccuracyReport,
-    ReferenceAnswers,
     _thresholds,
     collect_answers,
     compare_accuracy,
     reference_prompt_count,
 )
 from bringup.checks.known_answers import accuracy_prompts_for
+from bringup.checks.reference import ReferenceAnswers
 from bringup.http import OpenAIClient, RequestError
 from bringup.plan.space import changed_flags
 from bringup.spec import Config, Spec

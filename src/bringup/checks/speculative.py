@@ -40,8 +40,8 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from bringup.checks.accuracy import ReferenceAnswers
 from bringup.checks.garbage import quote
+from bringup.checks.reference import ReferenceAnswers
 from bringup.http import OpenAIClient
 from bringup.plan.space import changed_flags
 from bringup.spec import Config

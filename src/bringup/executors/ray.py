@@ -1,11 +1,12 @@
 """The Ray executor: each trial a Ray task, placed where the resources it asks for are.
 
 The driver (this process) alone holds the store and the planner. A task runs the whole
-trial on the node Ray chose, with the load client beside the engine, and returns the
-result; on the way it posts each stage change to a small actor that the driver drains into
-the store. Before launching, the task takes that node's fingerprint: a verdict decided for
-the same configuration on the same fingerprint stands (a verdict from an H100 node is never
-reused for an H200 one), and the row records the node and its fingerprint.
+trial on the node Ray chose, with the load client beside the engine: a Ray streaming
+generator, it yields each stage change as it happens and the result last, and the driver
+writes them into the store. Before launching, the task takes that node's fingerprint: a
+verdict decided for the same configuration on the same fingerprint stands (a verdict from
+an H100 node is never reused for an H200 one), and the row records the node and its
+fingerprint.
 
 Faults: a task whose worker or node is lost is not a verdict on its configuration; the row
 says ``interrupted`` and the trial is sent again (twice at most). Cancelling the sweep
@@ -14,7 +15,7 @@ process group, SIGKILL after the grace period), and a task still alive after tha
 force-killed, its engine then ended by its parent-death signal
 (:mod:`bringup.server.process`). Ray does the scheduling; nothing here queues or places.
 
-What runs on the nodes (the task and the board) is :mod:`bringup.executors.ray_task`.
+What runs on the nodes (the task) is :mod:`bringup.executors.ray_task`.
 """
 
 from __future__ import annotations
@@ -31,13 +32,12 @@ from bringup.checks import ReferenceAnswers
 from bringup.engines.base import EngineAdapter
 from bringup.errors import SpecError
 from bringup.executors.base import TrialDone, TrialJob, abort_if_port_busy, reuse_verdict
-from bringup.executors.ray_task import Board, remote_trial
+from bringup.executors.ray_task import Finished, Posted, remote_trial
 from bringup.spec import Config, Spec
 from bringup.store import Store
 from bringup.verdict import Status, TrialResult
 
 LOST_RETRIES = 2  # a trial whose worker or node died is sent again at most this often
-POLL_S = 1.0  # how often the driver drains stage changes (progress; results are awaited)
 CANCEL_GRACE_S = 8.0  # a cancelled task's teardown, before it is force-killed
 
 
@@ -76,7 +76,6 @@ class RayExecutor:
     adopt: bool = False
     api_key: str | None = None
     max_in_flight: int | None = None
-    _board: Any = field(default=None, init=False, repr=False)
     _remote: Any = field(default=None, init=False, repr=False)
     _capacity: int = field(default=1, init=False)
     _has_resource: bool = field(default=False, init=False)
@@ -92,14 +91,7 @@ class RayExecutor:
                     f"cannot reach the Ray cluster at {address}: start it with `ray start "
                     "--head` or give the right --address / RAY_ADDRESS"
                 ) from exc
-        # the board lives beside the driver that drains it: placed anywhere, it takes the
-        # worker a node is starting (one at a time) and that node's first trial waits for
-        # a second one (measured: 3.6 s from submission to start, 2.0 s with it here)
-        beside_driver = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
-            ray.get_runtime_context().get_node_id(), soft=True
-        )
-        self._board = ray.remote(num_cpus=0, scheduling_strategy=beside_driver)(Board).remote()
-        self._remote = ray.remote(max_retries=0)(remote_trial)
+        self._remote = ray.remote(max_retries=0, num_returns="streaming")(remote_trial)
         self._capacity = self._fit()
 
     def _fit(self) -> int:
@@ -149,7 +141,7 @@ class RayExecutor:
     async def run(self, job: TrialJob) -> TrialDone:
         ray = _ray()
         for attempt in range(LOST_RETRIES + 1):
-            ref = self._remote.options(**self._options(job.planned.config)).remote(
+            stream = self._remote.options(**self._options(job.planned.config)).remote(
                 self.spec,
                 job.planned,
                 job.trial_id,
@@ -158,14 +150,13 @@ class RayExecutor:
                 job.collect_reference,
                 job.decode_tok_s,
                 self._decided(job),
-                self._board,
                 self.adopt,
                 self.api_key,
             )
             try:
-                out = await self._follow(job, ref)
+                out = await self._follow(job, stream)
             except asyncio.CancelledError:
-                await self._cancel(ref)
+                await self._cancel(stream)
                 raise
             except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError) as exc:
                 lost = TrialResult(trial_id=job.trial_id, flags=dict(job.planned.config))
@@ -178,46 +169,37 @@ class RayExecutor:
                 if again:
                     continue
                 return TrialDone(lost)
-            result_json, answers, reused, placed = out
-            result = TrialResult.model_validate_json(result_json)
+            result = TrialResult.model_validate_json(out.result_json)
             place = getattr(job.sink, "placed", None)
             if place is not None:
-                place(placed.node, placed.fingerprint)
-            if reused is not None:
+                place(out.placed.node, out.placed.fingerprint)
+            if out.reused is not None:
                 return reuse_verdict(job, result)
             job.sink.stage(result, result.stage, "done")
             abort_if_port_busy(result)
-            return TrialDone(result, ReferenceAnswers.from_dict(answers) if answers else None)
+            answers = ReferenceAnswers.from_dict(out.answers) if out.answers else None
+            return TrialDone(result, answers)
         raise AssertionError("unreachable")  # the loop returns or raises
 
-    async def _follow(self, job: TrialJob, ref: Any) -> Any:
-        """Wait for the task, writing the stage changes it posts as they come. The result is
-        awaited, not polled: the driver hears of a finished task at once and hands its slot
-        to the next trial; posts (progress only, the result carries everything) are drained
-        every ``POLL_S``, and once more at the end."""
-        done = asyncio.ensure_future(ref)  # an ObjectRef is awaitable
-        try:
-            while True:
-                finished, _ = await asyncio.wait({done}, timeout=POLL_S)
-                self._write(job, await self._board.take.remote(job.trial_id))
-                if finished:
-                    return done.result()
-        finally:
-            if not done.done():
-                done.cancel()  # only the driver's wait: _cancel ends the task itself
+    async def _follow(self, job: TrialJob, stream: Any) -> Finished:
+        """Read the task's stream: each stage change is written as it comes, the outcome
+        (last) is returned. A lost worker or node raises here, from the stream's end."""
+        async for ref in stream:
+            item = await ref
+            if isinstance(item, Finished):
+                return item
+            assert isinstance(item, Posted)
+            result = TrialResult.model_validate_json(item.result_json)
+            job.sink.stage(result, result.stage, item.message)
+        raise AssertionError("the trial's stream ended without its outcome")
 
-    @staticmethod
-    def _write(job: TrialJob, posts: list[tuple[str, str]]) -> None:
-        for result_json, message in posts:
-            result = TrialResult.model_validate_json(result_json)
-            job.sink.stage(result, result.stage, message)
-
-    async def _cancel(self, ref: Any) -> None:
+    async def _cancel(self, stream: Any) -> None:
         """Interrupt the task so its trial tears the engine down; force it after a grace."""
         ray = _ray()
         with contextlib.suppress(Exception):
-            ray.cancel(ref, force=False)
-        ready, _ = await asyncio.to_thread(ray.wait, [ref], timeout=CANCEL_GRACE_S)
+            ray.cancel(stream, force=False)
+        ended = stream.completed()
+        ready, _ = await asyncio.to_thread(ray.wait, [ended], timeout=CANCEL_GRACE_S)
         if not ready:
             with contextlib.suppress(Exception):
-                ray.cancel(ref, force=True)
+                ray.cancel(stream, force=True)

@@ -1,19 +1,23 @@
-"""What runs on a Ray node: one trial, start to teardown, and the progress board.
+"""What runs on a Ray node: one trial, start to teardown, streamed back to the driver.
 
-A fresh Ray worker unpickles a task's function (and the board's class) by importing the
-module that defines it, before the task can start. So this module imports nothing of
-bringup at its top: a node's first trial pays for the trial path's modules only when it
-runs it, not for the driver's executor, store and planner as well. On 2 shared cores with
-four nodes starting workers at once, each module a worker loads delays every node's first
-engine launch.
+A fresh Ray worker unpickles a task's function by importing the module that defines it,
+before the task can start. So this module imports nothing of bringup at its top: a node's
+first trial pays for the trial path's modules only when it runs it, not for the driver's
+executor, store and planner as well. On 2 shared cores with four nodes starting workers at
+once, each module a worker loads delays every node's first engine launch.
 
-:func:`remote_trial` returns the result as JSON, the reference answers it collected, whether
-it reused a decided verdict instead of launching, and where it ran (:class:`Placed`).
+:func:`remote_trial` is a Ray streaming generator: it yields each stage change as it happens
+(:class:`Posted`, progress only) and, last, the outcome (:class:`Finished`: the result as
+JSON, the reference answers it collected, whether it reused a decided verdict instead of
+launching, and where it ran). The driver reads the stream; no actor holds the progress,
+so no node starts a worker process for one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,15 +25,34 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from bringup.plan.base import PlannedTrial
     from bringup.spec import Spec
+    from bringup.trial import TrialRun
     from bringup.verdict import Stage, TrialResult
 
 
 @dataclass
 class Placed:
-    """What a task reports back besides the result."""
+    """Where a task ran: the node, and the fingerprint taken there."""
 
     node: str
     fingerprint: dict[str, Any]  # the row's fingerprint key is derived from it
+
+
+@dataclass
+class Posted:
+    """A stage change of the running trial (progress: the outcome carries everything)."""
+
+    result_json: str
+    message: str
+
+
+@dataclass
+class Finished:
+    """The task's last item."""
+
+    result_json: str
+    answers: dict[str, Any] | None
+    reused: str | None  # "reused": a verdict decided on this fingerprint, nothing launched
+    placed: Placed
 
 
 def remote_trial(
@@ -41,12 +64,11 @@ def remote_trial(
     collect_reference: bool,
     decode_tok_s: float | None,
     decided: dict[str, str],
-    board: Any,
     adopt: bool,
     api_key: str | None,
-) -> tuple[str, dict[str, Any] | None, str | None, Placed]:
-    """Run on the node Ray placed it: the trial, start to teardown. Returns the result as
-    JSON, the reference answers it collected, the trial it reused (if any) and the node."""
+) -> Iterator[Posted | Finished]:
+    """Run on the node Ray placed it: the trial, start to teardown, each stage change
+    yielded as it comes and the outcome last."""
     from bringup import fingerprint as fp
     from bringup.engines.registry import get_engine
 
@@ -55,13 +77,18 @@ def remote_trial(
     key = fp.fingerprint_key(finger)
     placed = Placed(node_name(), finger)
     if key in decided:
-        return decided[key], None, "reused", placed
+        yield Finished(decided[key], None, "reused", placed)
+        return
 
-    from bringup.checks import ReferenceAnswers
+    from bringup.checks.reference import ReferenceAnswers
     from bringup.trial import TrialContext, run_trial
 
+    posts: list[Posted] = []
+    posted = asyncio.Event()
+
     def on_stage(result: TrialResult, stage: Stage, message: str) -> None:
-        board.post.remote(trial_id, result.model_dump_json(), message)
+        posts.append(Posted(result.model_dump_json(), message))
+        posted.set()
 
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     ctx = TrialContext(
@@ -76,9 +103,42 @@ def remote_trial(
         decode_tok_s=decode_tok_s,
         timeout_scale=planned.timeout_scale,
     )
-    trial = asyncio.run(run_trial(ctx, planned, trial_id))
-    answers = trial.answers.to_dict() if trial.answers is not None else None
-    return trial.result.model_dump_json(), answers, None, placed
+    # the trial runs on this thread's loop in steps, each until it posts or ends, so that
+    # its posts are yielded while it runs; the runner turns Ray's cancel (an interrupt of
+    # this thread) into the trial's cancellation, as asyncio.run would
+    with asyncio.Runner() as runner:
+        trial = runner.get_loop().create_task(run_trial(ctx, planned, trial_id))
+        try:
+            while not trial.done():
+                runner.run(_until_posted(trial, posted))
+                yield from _drain(posts)
+        except BaseException:
+            trial.cancel()  # interrupted (ray.cancel): the trial tears its engine down
+            with contextlib.suppress(BaseException):
+                runner.run(_settled(trial))
+            raise
+        run: TrialRun = trial.result()
+    yield from _drain(posts)
+    answers = run.answers.to_dict() if run.answers is not None else None
+    yield Finished(run.result.model_dump_json(), answers, None, placed)
+
+
+async def _until_posted(trial: asyncio.Task[Any], posted: asyncio.Event) -> None:
+    waiter = asyncio.ensure_future(posted.wait())
+    try:
+        await asyncio.wait({trial, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        posted.clear()
+
+
+async def _settled(trial: asyncio.Task[Any]) -> None:
+    await asyncio.wait({trial})
+
+
+def _drain(posts: list[Posted]) -> Iterator[Posted]:
+    while posts:
+        yield posts.pop(0)
 
 
 def node_name() -> str:
@@ -89,16 +149,3 @@ def node_name() -> str:
     node_id = str(ray.get_runtime_context().get_node_id())
     address = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
     return f"{address}/{node_id[:8]}"
-
-
-class Board:
-    """Stage changes posted by tasks, drained by the driver (a Ray actor)."""
-
-    def __init__(self) -> None:
-        self.posts: dict[str, list[tuple[str, str]]] = {}
-
-    def post(self, trial_id: str, result_json: str, message: str) -> None:
-        self.posts.setdefault(trial_id, []).append((result_json, message))
-
-    def take(self, trial_id: str) -> list[tuple[str, str]]:
-        return self.posts.pop(trial_id, [])

@@ -11,9 +11,6 @@ import contextlib
 import socket
 from dataclasses import dataclass, field
 
-from bringup.http import OpenAIClient
-from bringup.http.openai import json_or_none, model_ids
-
 
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -51,6 +48,11 @@ async def inspect_occupant(host: str, port: int, timeout_s: float = 2.0) -> Occu
     if not await asyncio.to_thread(port_open, host, port):
         return None
     occ = Occupant(host, port)
+    # the HTTP client loads here, not with the module: a trial on a free port launches
+    # its engine first (a fresh Ray worker's first trial is on the clock until then)
+    from bringup.http import OpenAIClient
+    from bringup.http.openai import json_or_none, model_ids
+
     async with OpenAIClient(f"http://{host}:{port}", timeout_s=timeout_s) as client:
         for path in ("/health", "/props", "/v1/models"):
             answer = await client.answer("GET", path)
