@@ -230,6 +230,15 @@ def test_a_gap_beyond_the_noise_keeps_the_best_though_not_yet_significant() -> N
     w = choose_winner(results, spec())
     assert w is not None and w.config == FAST and not w.contenders
     assert w.undecided == [(REF, 3)]
+    assert "not significant at 95%: r0 may be as fast" in w.reason
+
+
+def test_a_significant_lead_is_not_called_undecided() -> None:
+    results = [passed(f"r{i}", REF, v) for i, v in enumerate([100, 101, 99])]
+    results += [passed(f"f{i}", FAST, v) for i, v in enumerate([120, 121, 119])]
+    w = choose_winner(results, spec())
+    assert w is not None and w.config == FAST and w.undecided == []
+    assert "not significant" not in w.reason and "margin +20 ±" in w.reason
 
 
 def test_a_gap_surely_within_the_equivalence_margin_is_decided() -> None:

@@ -346,6 +346,12 @@ def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
         reason = (f"highest {unit}" if larger else f"lowest {unit}") + lead
         if gap is not None and gap.half == 0:
             reason += " (single measurements; no interval to compare, nothing measured twice)"
+        elif gap is not None and other is not None and not gap.significant:
+            # the best estimate, but these measurements do not rank the two
+            reason += (
+                f"; not significant at 95%: {other.trials[0].trial_id} may be as fast, "
+                "the measurements do not decide between them"
+            )
     elif chosen is best:
         reason = (
             f"best {unit}{lead}; within measured noise of {len(tied)} other(s) but it is also "
@@ -392,7 +398,7 @@ def _describe(gap: _Gap, other: _Pool, metric: str) -> str:
     if gap.half == 0:
         return f"(margin {gap.diff:+.4g} over {tid})"
     df = "inf" if math.isinf(gap.df) else f"{gap.df:.1f}"
-    return f"(margin {gap.diff:+.4g} ± {gap.half:.3g} over {tid}, Welch t {gap.t:.2f}, df {df})"
+    return f"(margin {gap.diff:+.4g} ± {gap.half:.4g} over {tid}, Welch t {gap.t:.2f}, df {df})"
 
 
 def _contention_note(pools: list[_Pool]) -> str:
