@@ -3,7 +3,8 @@
 # pure-Python packages the device's python3 lacks (keep-vllm026.txt), a trimmed site built
 # from them (FA2 and MoE kernels left out: Hopper runs FA3, the model is dense), packed as xz;
 # the Gemma 3 270M GGUF; the rebuilt tokenizer, checked against llama.cpp's ids; all in one
-# tar split into pieces of at most 56 MiB, one folder each, under the ignored STAGE folder.
+# tar split into pieces of at most 49 MiB (a call carries 64 MiB, the tracked tree included),
+# one folder each, under the ignored STAGE folder.
 # Usage (from the repository root whose checkout the device tool sends):
 #   scripts/gpu/vllm/prepare.sh STAGE     e.g. /work/main/.gpu-stage (add /.gpu-stage/ to
 #                                         .git/info/exclude there first)
@@ -48,7 +49,7 @@ PYTHONPATH="$work/tk" "$py" "$here/expected_ids.py" http://localhost:18099 "$wor
   "$work/payload/expected_ids.json" || { kill $lpid; exit 1; }
 kill $lpid
 # one tar, in pieces
-tar -C "$work/payload" -cf - . | split -b 56M -d -a 1 - "$work/payload.tar."
+tar -C "$work/payload" -cf - . | split -b 49M -d -a 1 - "$work/payload.tar."
 (cd "$work" && sha256sum payload.tar.* > payload.sha256)
 i=0
 for piece in "$work"/payload.tar.*; do
