@@ -1,0 +1,42 @@
+"""Names a package exports lazily keep their meaning when a submodule of the same name loads."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def _run(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def test_a_submodule_import_does_not_hide_the_function_of_its_name() -> None:
+    # a fresh interpreter: the submodule is loaded first, by a from-import of another name
+    code = (
+        "import types\n"
+        "from bringup.testing.simengine.evaluate import KIND_CATEGORY\n"
+        "from bringup.testing.simengine import evaluate\n"
+        "print(isinstance(evaluate, types.FunctionType), evaluate.__name__)\n"
+    )
+    assert _run(code) == "True evaluate"
+
+
+def test_the_submodule_stays_importable_by_its_full_name() -> None:
+    code = (
+        "import importlib, sys\n"
+        "import bringup.testing.simengine.evaluate\n"
+        "mod = sys.modules['bringup.testing.simengine.evaluate']\n"
+        "again = importlib.import_module(mod.__name__)\n"
+        "print(hasattr(mod, 'outcome_log'), callable(again.evaluate))\n"
+    )
+    assert _run(code) == "True True"
+
+
+def test_registering_the_simulated_profile_loads_no_evaluator() -> None:
+    code = (
+        "import sys\n"
+        "import bringup.testing.simengine.profile\n"
+        "print('bringup.testing.simengine.evaluate' in sys.modules)\n"
+    )
+    assert _run(code) == "False"
