@@ -11,7 +11,12 @@ and benchmark), and compares:
 - its figures, each against the stored value with a noise band: the stored interval
   across repeats where there is one, else ``DEFAULT_NOISE`` (the demo spec records 10-20%
   run to run for single CPU measurements; the top of that range). A change beyond the
-  band in the bad direction is a regression; within it, noise.
+  band in the bad direction is a regression; within it, noise. A benchmark re-run while
+  other processes took a larger share of the CPU than they did in the stored one ran slower
+  for that alone (never faster): the excess share ``e`` is allowed on top of the band in the
+  bad direction (a throughput up to ``1 - e`` lower, a latency up to ``1 / (1 - e)`` higher
+  is not a regression of the configuration), as the winner widens a contended measurement,
+  and the figure's line names it.
 
 The reference's own change is reported beside the winner's: when both moved alike, the
 environment changed, not the configuration.
@@ -24,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bringup.contention import Contention, benchmark_contention
 from bringup.errors import BringupError
 from bringup.plan.base import PlannedTrial
 from bringup.spec import Spec
@@ -53,6 +59,7 @@ class FigureChange:
     after: float | None
     noise: float  # relative band
     regressed: bool
+    contention: float = 0.0  # CPU share others took beyond the stored benchmark's
 
     @property
     def relative(self) -> float | None:
@@ -65,9 +72,10 @@ class FigureChange:
         shown = "missing" if rel is None else f"{rel:+.1%}"
         after = "-" if self.after is None else f"{self.after:.4g}"
         verdict = "REGRESSION" if self.regressed else ("noise" if rel is not None else "")
+        busier = f"; {self.contention:.0%} more CPU taken by others" if self.contention else ""
         return (
-            f"{self.name}: {self.before:.4g} -> {after} ({shown}; noise ±{self.noise:.0%}) "
-            f"{verdict}"
+            f"{self.name}: {self.before:.4g} -> {after} ({shown}; noise ±{self.noise:.0%}"
+            f"{busier}) {verdict}"
         ).rstrip()
 
 
@@ -110,7 +118,19 @@ def noise_band(metrics: dict[str, Any], name: str) -> float:
     return DEFAULT_NOISE
 
 
-def compare_figures(before: dict[str, Any], after: dict[str, Any]) -> list[FigureChange]:
+def excess_contention(before: dict[str, Contention], after: dict[str, Contention]) -> float:
+    """The CPU share others took during the new benchmark beyond the stored one's (0 when
+    the new one ran as quietly, or either was not measured)."""
+    b, a = benchmark_contention(before), benchmark_contention(after)
+    if a is None or b is None:
+        return 0.0
+    return max(0.0, min(a.taken_share - b.taken_share, 0.99))
+
+
+def compare_figures(
+    before: dict[str, Any], after: dict[str, Any], contention: float = 0.0
+) -> list[FigureChange]:
+    """Each figure against its stored value; ``contention`` is :func:`excess_contention`."""
     out: list[FigureChange] = []
     for name, higher_better in FIGURES.items():
         old = before.get(name)
@@ -121,9 +141,11 @@ def compare_figures(before: dict[str, Any], after: dict[str, Any]) -> list[Figur
         band = noise_band(before, name)
         bad = False
         if new_v is not None:
-            rel = new_v / float(old) - 1.0
+            # what the new figure could have been on a machine as quiet as the stored one's
+            best = new_v / (1.0 - contention) if higher_better else new_v * (1.0 - contention)
+            rel = best / float(old) - 1.0
             bad = rel < -band if higher_better else rel > band
-        out.append(FigureChange(name, float(old), new_v, band, bad))
+        out.append(FigureChange(name, float(old), new_v, band, bad, contention))
     return out
 
 
@@ -161,7 +183,11 @@ async def recheck(store: Store, run_id: str | None, runs_dir: str | Path) -> Rec
     if now.failure is not None:
         report.problems.append(f"the winner now fails: {now.failure.headline()}")
     else:
-        report.figures = compare_figures(winner.metrics, now.metrics)
+        busier = excess_contention(winner.contention, now.contention)
+        report.figures = compare_figures(winner.metrics, now.metrics, busier)
     if reference is not None and ref_run.result.failure is None:
-        report.reference_figures = compare_figures(reference.metrics, ref_run.result.metrics)
+        busier = excess_contention(reference.contention, ref_run.result.contention)
+        report.reference_figures = compare_figures(
+            reference.metrics, ref_run.result.metrics, busier
+        )
     return report
