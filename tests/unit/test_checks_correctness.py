@@ -16,6 +16,7 @@ import pytest
 from aiohttp import web
 from click.testing import CliRunner
 
+from bringup.bench.stall import StallWatch
 from bringup.checks import CheckReport, check_under_load, run_correctness, suite_for
 from bringup.checks.known_answers import KnownAnswer, builtin_suite
 from bringup.checks.probe import run_probe
@@ -62,6 +63,7 @@ class Fake:
     stall: bool = False  # a stream goes silent after its first event, connection open
     resume: asyncio.Event = field(default_factory=asyncio.Event)  # ...until this is set
     streams: int = 0
+    pace_s: float = 0.0  # a pause before each streamed event: a slow, working engine
 
 
 @pytest.fixture
@@ -79,6 +81,7 @@ async def fake() -> AsyncIterator[Fake]:
             resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
             await resp.prepare(request)
             for piece in state.events(text):
+                await asyncio.sleep(state.pace_s)
                 event = {"choices": [{"text": piece, "index": 0, "finish_reason": None}]}
                 await resp.write(b"data: " + json.dumps(event).encode() + b"\n\n")
                 if state.stall:
@@ -259,6 +262,36 @@ async def test_a_stream_silent_where_no_engine_can_be_seen_is_a_hang(
     # the fake server is this process: its CPU time says nothing, silence is all there is
     report, _ = await _silent_stream_beside(fake, spec, None, tmp_path)
     assert report.category is Category.STARTUP_TIMEOUT_OR_HANG and not report.transient
+
+
+async def test_a_slow_stream_past_the_clients_timeout_is_not_cut_short(
+    fake: Fake, spec: Spec
+) -> None:
+    # every event well inside the watchdog's gap, the whole stream past the client's 1 s
+    fake.pace_s = 0.25
+    async with OpenAIClient(fake.url, timeout_s=1.0) as c:
+        report = await run_correctness(c, spec)
+    assert report.passed, report.evidence
+    stream = [r for r in report.results if r.name.startswith("stream-")]
+    assert stream and stream[0].output == PROSE
+
+
+async def test_a_stream_still_arriving_at_its_deadline_is_slow_not_a_crash(
+    fake: Fake, spec: Spec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a watchdog armed tight (0.4 s limits) and a stream trickling one character per
+    # 0.15 s: the deadline (0.4 + 32 x 0.4 s) passes mid-stream, no silence ever trips
+    monkeypatch.setattr(
+        "bringup.checks.stream_text.from_requests",
+        lambda *a, **k: StallWatch(gap_s=0.4, first_s=0.4),
+    )
+    fake.events = lambda text: list(text * 2)
+    fake.pace_s = 0.15
+    async with OpenAIClient(fake.url, timeout_s=1.0) as c:
+        report = await run_correctness(c, spec)
+    assert not report.passed and report.category is Category.SLOW_RESPONSE
+    assert report.transient and report.failure_kind == "slow"
+    assert "13.2s deadline passed" in report.evidence[0], report.evidence
 
 
 async def test_an_unfinished_stream_fails(fake: Fake, spec: Spec) -> None:

@@ -87,6 +87,12 @@ class StallWatch:
     def describe(self) -> str:
         return f"watchdog {self.gap_s:.1f}s between tokens, {self.first_s:.1f}s to the first"
 
+    def span_s(self, tokens: int) -> float:
+        """The longest a stream of ``tokens`` tokens may take while this watchdog never
+        finds it silent: the first-token limit plus one gap per token. A deadline shorter
+        than that ends a stream the watchdog would call healthy at every step."""
+        return self.first_s + max(tokens, 1) * self.gap_s
+
 
 class StallError(Exception):
     """Raised by :func:`await_progress`; ``silent_s`` is how long nothing arrived.
