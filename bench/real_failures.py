@@ -1,0 +1,86 @@
+"""Diagnosis on real vLLM failures whose cause is known because it was put there.
+
+    python bench/real_failures.py [DIR] [--json OUT.jsonl]
+
+``scripts/gpu/vllm/failures.sh`` launched vLLM 0.26.0 on one H200 with one deliberate
+fault per case and kept every whole log and exit status (``DIR``, by default
+``docs/gpu/vllm-h200-failures``); ``scripts/gpu/vllm/failures.tsv`` holds each case's label,
+written from the fault by the corpus conventions before any log existed. Unlike the
+corpus of public posts, nothing here was trimmed by a person: each log is the whole output
+a user would hand to ``bringup diagnose``, start-up chatter, warnings and all.
+
+Prints one line per case (expected, got, confidence, the first evidence line) and, as its
+last line, ``accuracy=<float> n=<int>``. The exit status is given where the process ended
+by itself; the killed-engine-core case's server was stopped by the script, so its status
+says nothing about the failure and is left out. ``--json`` writes the cases in the corpus
+format, for use as regression fixtures once this figure has been reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from bringup.diagnose import classify
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = ROOT / "docs" / "gpu" / "vllm-h200-failures"
+LABELS = ROOT / "scripts" / "gpu" / "vllm" / "failures.tsv"
+STOPPED_BY_SCRIPT = {"engine_core_killed"}  # its exit status is the script's SIGTERM
+
+
+def labels() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in LABELS.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, category, _why = line.split("\t")
+            out[name] = category
+    return out
+
+
+def cases(run_dir: Path) -> list[dict[str, Any]]:
+    out = []
+    for name, category in sorted(labels().items()):
+        rc = (run_dir / f"{name}.rc").read_text().strip()
+        case: dict[str, Any] = {
+            "id": f"vllm026-h200-{name.replace('_', '-')}",
+            "engine": "vllm",
+            "category": category,
+            "log": (run_dir / f"{name}.log").read_text(errors="replace"),
+            "remedy": None,
+            "source": "scripts/gpu/vllm/failures.sh (vLLM 0.26.0, one deliberate fault)",
+            "gpu": "H200",
+            "date": "2026-12-03",
+        }
+        if rc.lstrip("-").isdigit() and name not in STOPPED_BY_SCRIPT:
+            case["exit_code"] = int(rc)
+        out.append(case)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dir", nargs="?", type=Path, default=RUN)
+    ap.add_argument("--json", type=Path, help="write the cases in the corpus format")
+    args = ap.parse_args()
+    found = cases(args.dir)
+    right = 0
+    for c in found:
+        d = classify(c["log"], engine=c["engine"], exit_code=c.get("exit_code"))
+        ok = d.label == c["category"]
+        right += ok
+        why = (d.evidence[0] if d.evidence else "(no evidence)")[:110]
+        print(
+            f"{'ok  ' if ok else 'MISS'} {c['id']:44s} expected {c['category']:20s} "
+            f"got {d.label:24s} conf {d.confidence:.2f}  {why}"
+        )
+    if args.json:
+        args.json.write_text("".join(json.dumps(c) + "\n" for c in found))
+    print(f"accuracy={right / len(found):.4f} n={len(found)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
