@@ -2,7 +2,8 @@
 labelled failure corpus of bench/data/diagnose/.
 
     python bench/diagnose_eval.py
-        [--split fit|heldout|heldout2|retired|heldout3|heldout4|heldout5|all|legacy] [--verbose]
+        [--split fit|heldout|heldout2|retired|heldout3|heldout4|heldout5|heldout6|all|legacy]
+        [--verbose]
     python bench/diagnose_eval.py CORPUS.jsonl [--verbose]
 
 Prints accuracy per engine, precision/recall per category, the confusion pairs
@@ -16,8 +17,9 @@ writers since 2026-12-01 (commit ``0187dcd``), so their ids print and ``--verbos
 they stay separate files so their figures remain reportable, as fit figures. ``heldout3``,
 measured five times while rules changed, is retired the same way since 2026-12-03 (commit
 ``cb027c2``); ``retired`` is all three. ``heldout4`` is the fourth held-out set, collected once
-``heldout3`` had been measured three times, and ``heldout5`` the fifth, collected on 2026-12-03
-once ``heldout4`` had been measured: for both the fit figure is printed on the line before, and
+``heldout3`` had been measured three times, ``heldout5`` the fifth, collected on 2026-12-03
+once ``heldout4`` had been measured, and ``heldout6`` the sixth, collected later that day once
+``heldout5`` had been measured: for all three the fit figure is printed on the line before, and
 case ids and log lines are never printed (``--verbose`` is refused): whoever writes rules reads
 the held-out figure, never its cases.
 """
@@ -41,10 +43,11 @@ SPLITS = (
     "heldout3",
     "heldout4",
     "heldout5",
+    "heldout6",
     "all",
     "legacy",
 )
-HIDDEN = ("heldout4", "heldout5")  # splits whose cases are never printed
+HIDDEN = ("heldout4", "heldout5", "heldout6")  # splits whose cases are never printed
 # once held out, read by rule writers: heldout and heldout2 since 0187dcd, heldout3 since cb027c2
 RETIRED = ("heldout", "heldout2", "heldout3")
 BANDS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.85), (0.85, 1.01))

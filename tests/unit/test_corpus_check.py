@@ -158,3 +158,18 @@ def test_the_fifth_held_out_set_shares_no_source_with_the_fourth(tmp_path: Path)
     problems, n = cc.check(files)
     assert n == 3
     assert any("source o/later#11 is already in heldout4" in p for p in problems)
+
+
+def test_the_sixth_held_out_set_shares_no_source_with_the_fifth(tmp_path: Path) -> None:
+    files = _write(tmp_path, [_case(_source_for("fit"))], [])
+    for split in ("heldout2", "heldout3", "heldout4"):
+        files[split] = tmp_path / f"{split}.jsonl"
+        files[split].write_text("")
+    logs = (("heldout5", "Killed " * 6), ("heldout6", "Illegal instruction (core dumped) " * 2))
+    for split, log in logs:
+        files[split] = tmp_path / f"{split}.jsonl"
+        case = _case("o/later#13", id=f"vllm-{split}", log=log + " while loading the adapter")
+        files[split].write_text(json.dumps(case) + "\n")
+    problems, n = cc.check(files)
+    assert n == 3
+    assert any("source o/later#13 is already in heldout5" in p for p in problems)
