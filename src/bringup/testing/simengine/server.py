@@ -195,13 +195,13 @@ class SimEngine:
             and _unit(f"{prompt}|{self.served}") < out.error_rate
         ):
             return web.json_response({"error": {"message": "Internal server error"}}, status=500)
-        if out is not None and out is not self.outcome and out.kind == "crash":
+        if out is not None and out.min_concurrency is not None and out.kind == "crash":
             self._crash_under_load(out)
         tokens = self._tokens(prompt, n, out)
         want_lp = body.get("logprobs")
         self.active += 1
         try:
-            if out is not None and out is not self.outcome and out.kind == "hang":
+            if out is not None and out.min_concurrency is not None and out.kind == "hang":
                 await asyncio.Event().wait()  # a stall: no token ever, /health still 200
             if body.get("stream"):
                 return await self._stream(request, prompt, tokens, want_lp, chat, body)
@@ -213,10 +213,8 @@ class SimEngine:
     # ---- load ----------------------------------------------------------------------------
 
     def _rule(self, streams: int) -> Outcome | None:
-        """The rule deciding a request that makes ``streams`` in flight: the idle one where
-        one holds (it decides the configuration), else one that holds at this load."""
-        if self.outcome is not None:
-            return self.outcome
+        """The rule deciding a request that makes ``streams`` in flight (the first that
+        holds at that load)."""
         return self.world.first_outcome(self.config, streams)
 
     def _crash_under_load(self, outcome: Outcome) -> NoReturn:

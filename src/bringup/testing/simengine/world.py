@@ -10,10 +10,13 @@ not) decides that it crashes, hangs, answers garbage, drifts or errors under loa
 Load: a rule or an interaction with ``min_concurrency`` N holds only while at least N
 requests are in flight (a configuration that serves one stream but runs out of memory,
 crashes, answers garbage, stalls or errors at 16; a KV cache too small to keep scaling).
-A trial is checked with one request at a time and benchmarked at its ``[bench]``
-concurrency levels, lowest first: such a rule fails it at the benchmark stage, at the
-first level that reaches N. The world's ``bench`` table is a spec's ``[bench]``; its top
-level is the one the throughput figures are read at (one stream where none is given).
+At each load the first rule that holds then decides: a trial is checked with one request
+at a time (where a load rule does not hold) and benchmarked at its ``[bench]``
+concurrency levels, lowest first, so a load rule fails it at the benchmark stage, at the
+first level that reaches N, unless a rule before it already failed the trial. The
+world's ``bench`` table is a spec's ``[bench]``; its top level is the one the throughput
+figures are read at (one stream where none is given).
+
 Conditions compare flag values by text or number; a list means any of; ``">=0.9"``,
 ``"<8"``, ``"!=auto"`` compare; a flag absent from the command line has the value false.
 """
@@ -33,7 +36,6 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
-    model_validator,
 )
 
 from bringup.errors import SpecError
@@ -192,15 +194,15 @@ class World(_M):
     def accepts(self, flag: str) -> bool:
         return flag in self.space or flag in self.flags.known
 
-    @model_validator(mode="after")
-    def _bench_reads(self) -> World:
+    @field_validator("bench")
+    @classmethod
+    def _bench_reads(cls, value: dict[str, Any]) -> dict[str, Any]:
         try:
-            BenchSpec.model_validate(self.bench)
+            BenchSpec.model_validate(value)
         except ValidationError as exc:
             err = exc.errors()[0]
-            where = ".".join(str(p) for p in ("bench", *err["loc"]))
-            raise ValueError(f"{where}: {err['msg']}") from exc
-        return self
+            raise ValueError(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from exc
+        return value
 
     def levels(self) -> list[int]:
         """The benchmark's concurrency levels, lowest first (``bench.concurrency``; [1])."""
@@ -216,14 +218,14 @@ class World(_M):
     def load_outcome(
         self, config: dict[str, Any], levels: list[int] | None = None
     ) -> tuple[Outcome, int] | None:
-        """The rule that fails a trial of ``config`` only under load, with the benchmark
-        level it first holds at (``levels``: the world's); None where a rule decides it
-        at one stream, or none holds at any level."""
-        if self.first_outcome(config) is not None:
-            return None
+        """The rule that holds for ``config`` only under load, with the lowest benchmark
+        level where it is the first rule to hold (``levels``: the world's); None where no
+        such rule decides any level. Whether a rule already failed the trial with one
+        stream (a crash at start-up, garbage, a drift beyond the limits) is the caller's
+        to ask first."""
         for level in sorted(levels or self.levels()):
             rule = self.first_outcome(config, level)
-            if rule is not None:
+            if rule is not None and rule.min_concurrency is not None:
                 return rule, level
         return None
 
