@@ -26,6 +26,15 @@ Two sets of worlds, never mixed:
   drawn world of more than ``--max-configs`` configurations (the largest shipped world
   has 1152) is skipped for the next seed, to keep the run within minutes.
 
+World families (``--family``, repeatable; ``random`` when none is named): ``random`` is
+the random worlds above; ``load-failures`` and ``load-scaling`` are the same seeds' worlds
+with load added (``bringup.testing.simengine.generator``: several ``[bench]`` levels; the
+best configuration at one stream running out of memory under load, near-best ones
+crashing, answering garbage or stalling under load; values fastest alone that stop
+scaling, KV caches too small for the top level). Each set is the named families' worlds
+over the same seeds (the shipped worlds once, in the tuning set); each family's figures
+are printed on a line of their own before the set's (``TUNING load-scaling``).
+
 The launch ratio is all launches over all grid sizes of a set's runs (the cost of the
 planner's sweeps against running every grid); the mean of per-run ratios, which tiny
 worlds dominate (a two-configuration world cannot go below 1), is printed beside it.
@@ -48,7 +57,8 @@ from typing import Any
 from bringup.plan import make_planner
 from bringup.plan.space import flags_key
 from bringup.plan.winner import objective_name, requirement_failures
-from bringup.testing.simengine import World, evaluate, load_world, random_world, shipped_worlds
+from bringup.testing.simengine import World, evaluate, load_world, shipped_worlds
+from bringup.testing.simengine.generator import FAMILIES, family_world
 
 
 @dataclass
@@ -107,7 +117,7 @@ class Tally:
     def line(self, label: str) -> str:
         missed = " ".join(f"{k}={v}" for k, v in self.misses.items())
         return (
-            f"{label:18s} runs={self.runs} worlds={self.worlds} {self.figures()} "
+            f"{label:20s} runs={self.runs} worlds={self.worlds} {self.figures()} "
             f"mean_run_launch_ratio={statistics.fmean(self.launch_ratios):.3f} "
             f"false_prunes={self.false_rate:.3f} ({self.false_pruned}/{self.pruned}) "
             f"missed: {missed}"
@@ -240,17 +250,28 @@ def world_tally(
 
 
 def evaluate_set(
-    label: str, worlds: list[World], seeds: list[int], args: argparse.Namespace
+    label: str,
+    worlds: list[World],
+    seeds: list[int],
+    args: argparse.Namespace,
+    by_family: dict[str, Tally] | None = None,
 ) -> tuple[Tally, Tally]:
-    """(Runs at the worlds' own noise, runs of the ``--noisy`` stress variant)."""
+    """(Runs at the worlds' own noise, runs of the ``--noisy`` stress variant); each random
+    world's own-noise runs also go to its family's tally in ``by_family``."""
     own, stress = Tally(worlds=len(worlds)), Tally(worlds=len(worlds))
     for world in worlds:
+        fam: Tally | None = None
+        if by_family is not None and world.world.name.startswith("random-"):
+            fam = by_family.setdefault(world.world.name.partition("+")[2] or "random", Tally())
+            fam.worlds += 1
         t = truth(world, args.tol)  # verdicts do not depend on the noise: one truth for both
         variants = [world] + ([noisy(world, args.noisy)] if args.noisy else [])
         for variant in variants:
             for repeat_top in [None, *args.repeat_top]:
                 tl = world_tally(variant, t, seeds, repeat_top, args.tol)
                 (own if variant is world else stress).add(tl)
+                if fam is not None and variant is world:
+                    fam.add(tl)
                 if not args.quiet:
                     top = "spec" if repeat_top is None else f"repeat_top={repeat_top}"
                     missed = " ".join(f"{k}={v}" for k, v in tl.misses.items() if v)
@@ -261,6 +282,15 @@ def evaluate_set(
                         f"launch_ratio={tl.launch_ratio:.3f} {missed}".rstrip()
                     )
     return own, stress
+
+
+def _family_lines(label: str, tallies: dict[str, Tally], families: list[str]) -> None:
+    """Each family's own figures, unless the random family ran alone (the set's line)."""
+    if families == ["random"]:
+        return
+    for family in families:
+        if family in tallies:
+            print(tallies[family].line(f"{label} {family}"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -291,14 +321,24 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="also run with this [plan].repeat_top (repeatable; the world's own always runs)",
     )
+    ap.add_argument(
+        "--family",
+        action="append",
+        choices=FAMILIES,
+        default=[],
+        help="a family of random worlds (repeatable; default: random)",
+    )
     ap.add_argument("--quiet", action="store_true", help="only the summary lines")
     args = ap.parse_args(argv)
+    families: list[str] = args.family or ["random"]
 
     tune: Tally | None = None
     if args.split != "heldout":
         tuning = [load_world(p) for p in shipped_worlds()]
-        tuning += [random_world(i) for i in range(args.tune_worlds)]
-        tune, tune_stress = evaluate_set("tuning", tuning, list(range(args.seeds)), args)
+        tuning += [family_world(f, i) for f in families for i in range(args.tune_worlds)]
+        fams: dict[str, Tally] = {}
+        tune, tune_stress = evaluate_set("tuning", tuning, list(range(args.seeds)), args, fams)
+        _family_lines("TUNING", fams, families)
         print(tune.line("TUNING"))
         if args.noisy:
             print(tune_stress.line(f"TUNING @{args.noisy:g}"))
@@ -306,18 +346,22 @@ def main(argv: list[str] | None = None) -> int:
             print(tune.figures())
             return 0
     heldout: list[World] = []
-    seed = args.heldout_base
-    while len(heldout) < args.heldout_worlds:
-        world = random_world(seed)
-        seed += 1
+    seed, kept = args.heldout_base, 0
+    while kept < args.heldout_worlds:
+        world = family_world("random", seed)
         if len(world.to_spec().configs()) <= args.max_configs:
-            heldout.append(world)
+            heldout += [family_world(f, seed) for f in families]
+            kept += 1
+        seed += 1
+    fams = {}
     held, held_stress = evaluate_set(
         "heldout",
         heldout,
         list(range(args.heldout_noise_base, args.heldout_noise_base + args.seeds)),
         args,
+        fams,
     )
+    _family_lines("HELDOUT", fams, families)
     print(held.line("HELDOUT"))
     if args.noisy:
         print(held_stress.line(f"HELDOUT @{args.noisy:g}"))

@@ -1,7 +1,9 @@
 """Search efficiency of the planners on simulated worlds (no processes launched).
 
 Runs every planner on the shipped seed worlds (or on ``--world FILE``, repeatable) and on
-``--random N`` seeded random worlds, with the analytic evaluator of the simulated engine.
+``--random N`` seeded random worlds (of ``--family``: ``random``, or the same seeds with
+load added, ``load-failures`` / ``load-scaling``, as ``bench/decision_quality.py`` names
+them), with the analytic evaluator of the simulated engine.
 Per world and planner it prints launches, simulated wall time and whether the planner's
 winner is the grid's winner or within measurement noise of it (true objective at least
 the grid winner's minus two noise standard deviations, requirements met).
@@ -30,7 +32,8 @@ from typing import Any
 from bringup.plan import choose_winner, make_planner
 from bringup.plan.space import flags_key
 from bringup.plan.winner import requirement_failures
-from bringup.testing.simengine import World, evaluate, load_world, random_world, shipped_worlds
+from bringup.testing.simengine import World, evaluate, load_world, shipped_worlds
+from bringup.testing.simengine.generator import FAMILIES, family_world
 from bringup.verdict import TrialResult
 from decision_quality import Truth, truth  # the same truth decision_quality.py scores by
 
@@ -108,13 +111,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--seeds", type=int, default=3, help="noise seeds per world for true best")
     ap.add_argument("--tol", type=float, default=0.01, help="regret still counted as true best")
+    ap.add_argument("--family", choices=FAMILIES, default="random", help="random worlds' family")
     ap.add_argument("--quiet", action="store_true", help="only the summary lines")
     args = ap.parse_args(argv)
 
     worlds: list[World] = [load_world(w) for w in args.world] or [
         load_world(p) for p in shipped_worlds()
     ]
-    worlds += [random_world(args.seed + i) for i in range(args.random)]
+    worlds += [family_world(args.family, args.seed + i) for i in range(args.random)]
     variants = [
         ("grid", "grid", False),
         ("default", "default", False),

@@ -208,3 +208,66 @@ async def test_garbage_and_drift(tmp_path: Path, procs: list[subprocess.Popen[st
     drifted = outs["drifty"]["logprobs"]["token_logprobs"]
     mad = sum(abs(a - b) for a, b in zip(good, drifted, strict=True)) / len(good)
     assert mad == pytest.approx(0.2, abs=1e-3)
+
+
+LOAD_WORLD = """
+[world]
+name = "load"
+[timing]
+startup_s = 0.3
+listen_s = 0.1
+[space]
+"--backend" = ["good", "oom", "junk"]
+[performance]
+output_tok_s = 2000.0
+ttft_p50_ms = 50.0
+[[outcome]]
+when = { "--backend" = "oom" }
+kind = "crash"
+min_concurrency = 3
+exit_code = 7
+log = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+[[outcome]]
+when = { "--backend" = "junk" }
+kind = "garbage"
+min_concurrency = 3
+"""
+
+
+async def _ask(port: int, n: int) -> list[str | int]:
+    """``n`` requests at once: each one's text, or its HTTP status / 'dropped'."""
+
+    async def one(s: aiohttp.ClientSession) -> str | int:
+        body = {"prompt": "Tell me about serving", "max_tokens": 8}
+        try:
+            async with s.post(f"http://127.0.0.1:{port}/v1/completions", json=body) as r:
+                return str((await r.json())["choices"][0]["text"]) if r.status == 200 else r.status
+        except aiohttp.ClientError:
+            return "dropped"
+
+    async with aiohttp.ClientSession() as s:
+        return list(await asyncio.gather(*(one(s) for _ in range(n))))
+
+
+async def test_load_rules_hold_only_with_that_many_requests_in_flight(
+    tmp_path: Path, procs: list[subprocess.Popen[str]]
+) -> None:
+    world = tmp_path / "load.toml"
+    world.write_text(LOAD_WORLD)
+    ports = {b: free_port() for b in ("junk", "oom")}
+    for backend, port in ports.items():
+        procs.append(start(world, port, "--backend", backend))
+    for port in ports.values():
+        assert (await poll(f"http://127.0.0.1:{port}/health"))[-1] == 200
+    # one, then two at a time: below the rules' three streams, both answer like a healthy model
+    for port in ports.values():
+        for n in (1, 2):
+            assert all(isinstance(a, str) and "!" not in a for a in await _ask(port, n))
+    junk = await _ask(ports["junk"], 4)
+    assert sum(a == "!" * 8 for a in junk) >= 2, junk  # the third and fourth in flight
+    oom = procs[1]
+    got = await _ask(ports["oom"], 4)
+    assert "dropped" in got, got
+    out, _ = oom.communicate(timeout=20)
+    assert oom.returncode == 7
+    assert "CUDA out of memory" in out

@@ -20,7 +20,11 @@ left out before the evidence is read.
 - ``invalid_config``: every configuration with the named flags' values (when only one flag
   or value is named, together with the departures).
 - ``oom_gpu``: every configuration at least as memory-hungry: the culprit axes at or above
-  the failed value, the other memory-ordered axes not lower.
+  the failed value, the other memory-ordered axes not lower. An OOM only under load (at
+  the benchmark stage, after one request at a time was served) holds for its whole
+  context: every axis is a culprit, so the axes without a memory order keep the values it
+  failed with (each backend sizes its KV cache and workspace for a full batch its own
+  way) and only the memory-ordered ones widen, toward more memory.
 - ``accuracy_regression``: the culprit value(s), unless the flag is in ``[checks].tolerate``.
 - ``garbage_output``, ``wrong_answer``, ``runtime_crash``, ``startup_timeout_or_hang``,
   ``model_incompatible``: the culprit value(s).
@@ -49,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bringup.plan.space import SearchSpace, contains, same_value
-from bringup.verdict import Category, TrialResult
+from bringup.verdict import Category, Stage, TrialResult
 
 VALUE_CATEGORIES = {Category.UNSUPPORTED_HARDWARE, Category.MISSING_DEPENDENCY}
 PINNED_CATEGORIES = {
@@ -184,7 +188,8 @@ def rule_from(
         return {f: config[f] for f in flags}
 
     if cat is Category.OOM_GPU:
-        axes = culprits or list(config)
+        under_load = failure.stage is Stage.BENCHMARKED
+        axes = list(config) if under_load or not culprits else culprits
         return PruneRule(
             combo=combo_of(axes),
             by_trial=result.trial_id,

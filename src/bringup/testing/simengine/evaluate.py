@@ -3,6 +3,12 @@
 What a full bringup trial against the simulated engine would record, without launching a
 process: the verdict (category, stage, evidence as the diagnosis would quote it), the
 benchmark metrics with measurement noise, and the simulated seconds the trial took.
+A rule that holds only under load (``min_concurrency``) fails the benchmark stage at the
+first of the world's ``[bench]`` levels that reaches it, as the benchmark's own checks
+would: a crash (the engine died while serving: the log's category), a stall
+(``startup_timeout_or_hang``: /health 200 with the engine idle), garbage, wrong answers
+or errors under load. A world of several levels also gets per-level figures
+(``c4.output_tok_s``) beside the top level's headline.
 Planners are compared on it (``bench/search_efficiency.py``).
 """
 
@@ -122,6 +128,10 @@ def evaluate(
         failed = _apply_outcome(world, outcome, config, result)
         if failed is not None:
             return SimTrial(result, failed, launched=True)
+    under_load = world.load_outcome(config)
+    if under_load is not None:
+        seconds = _apply_load_outcome(world, *under_load, result, bench_scale)
+        return SimTrial(result, seconds, launched=True)
     noise = world.noise_of(config) / math.sqrt(max(bench_scale, 1e-3))
     true_tput = world.true_output_tok_s(config)
     draws = [true_tput * max(0.05, 1 + rng.gauss(0, noise)) for _ in range(max(1, repeats))]
@@ -135,6 +145,20 @@ def evaluate(
         "ttft_p99_ms": ttft * world.performance.ttft_tail,
         "bench_scale": bench_scale,
     }
+    levels = world.levels()
+    if len(levels) > 1:  # drawn after the headline: a one-level world's draws are unchanged
+        for level in levels:
+            at = (
+                (tput, ttft)
+                if level == levels[-1]
+                else (
+                    world.true_output_tok_s(config, level) * max(0.05, 1 + rng.gauss(0, noise)),
+                    world.true_ttft_ms(config, level) * max(0.05, 1 + rng.gauss(0, noise)),
+                )
+            )
+            result.metrics[f"c{level}.output_tok_s"] = at[0]
+            result.metrics[f"c{level}.ttft_p50_ms"] = at[1]
+            result.metrics[f"c{level}.ttft_p99_ms"] = at[1] * world.performance.ttft_tail
     if len(draws) > 1:
         sd = math.sqrt(sum((d - tput) ** 2 for d in draws) / (len(draws) - 1))
         half = t95(len(draws) - 1) * sd / math.sqrt(len(draws))
@@ -209,5 +233,48 @@ def _apply_outcome(
             [f"{outcome.error_rate:.0%} of requests failed under load (HTTP 500)"],
         )
         seconds = checked_s + t.bench_s
+    result.timings = {"total": seconds}
+    return seconds
+
+
+def load_category(world: World, outcome: Outcome) -> Category:
+    """The verdict the benchmark stage reaches for a rule that holds only under load."""
+    if outcome.category is not None:
+        return outcome.category
+    if outcome.kind == "crash":
+        log = outcome_log(outcome)
+        engine = world.world.engine
+        return classify(
+            log, engine=engine, exit_code=outcome.exit_code, stage=Stage.BENCHMARKED
+        ).category
+    return KIND_CATEGORY[outcome.kind]
+
+
+def _apply_load_outcome(
+    world: World, outcome: Outcome, level: int, result: TrialResult, bench_scale: float
+) -> float:
+    """Fail ``result`` at the benchmark, at concurrency ``level``; the simulated seconds
+    (checks, then the benchmark's levels up to the failing one)."""
+    t = world.timing
+    levels = world.levels()
+    reached = (levels.index(level) + 1) / len(levels) if level in levels else 1.0
+    category = load_category(world, outcome)
+    at = f"at concurrency {level}"
+    if outcome.kind == "crash":
+        died = (
+            f"the engine process exited with code {outcome.exit_code} during the benchmarked stage"
+        )
+        log = outcome_log(outcome)
+        evidence = [died, *_evidence(log, category, world.world.engine)]
+    elif outcome.kind == "hang":
+        evidence = [f"{at}: {level} stream(s) stalled; /health answered 200"]
+    elif outcome.kind == "garbage":
+        evidence = [f"{at}, sample 1: answer {outcome.text[:60]!r}"]
+    elif outcome.kind == "wrong_answer":
+        evidence = [f"{at}: a known answer came back as {outcome.text[:60]!r}"]
+    else:
+        evidence = [f"{at}: {outcome.error_rate:.0%} of requests failed (HTTP 500)"]
+    result.fail(Stage.BENCHMARKED, category, evidence, detail=f"under load ({at})")
+    seconds = t.startup_s + t.check_s + t.teardown_s + t.bench_s * bench_scale * reached
     result.timings = {"total": seconds}
     return seconds

@@ -7,6 +7,18 @@ hardware cannot run (named in the log or not), missing dependencies, invalid pai
 assertion names the flags), unexplained crashes of pairs, out-of-memory corners along the
 numeric axes, garbage, hangs and drifting values (sometimes tolerated). The same seed
 always gives the same world; ``json.dumps(world.model_dump(mode="json"))`` writes it out.
+
+Families (:func:`family_world`) add load to a random world, aimed at its best
+configurations (a failure nobody would meet among the slow ones tests nothing): its
+``[bench]`` runs several concurrency levels, and
+
+- ``load-failures``: the best configuration at one stream runs out of memory under load
+  (a memory axis at or above its value, sometimes only with its backend), and sometimes
+  a near-best one crashes, answers garbage or stalls under load;
+- ``load-scaling``: a value that is fastest with one stream stops scaling (its factor
+  fades at the top level), small KV caches or batches stop scaling past a level, and
+  sometimes a value stalls under load: the best configuration at one stream is not the
+  best at the top level.
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ from bringup.testing.simengine.world import (
     World,
     WorldInfo,
     matches,
+    value_matches,
 )
 from bringup.verdict import Category
 
@@ -223,3 +236,113 @@ def _outcomes(
 
 def _matches_ref(outcome: Outcome, reference: dict[str, FlagValue]) -> bool:
     return matches(dict(reference), outcome.when)
+
+
+FAMILIES = ("random", "load-failures", "load-scaling")
+_LEVELS = ([1, 16], [1, 4, 16], [1, 8, 32])
+
+
+def family_world(family: str, seed: int) -> World:
+    """The random world of ``seed``, with the load of ``family`` (see the module docstring);
+    ``"random"`` is :func:`random_world` itself."""
+    world = random_world(seed)
+    if family == "random":
+        return world
+    rng = random.Random(f"{family}-{seed}")
+    world.bench = {"concurrency": list(rng.choice(_LEVELS))}
+    world.world.name = f"{world.world.name}+{family}"
+    if family == "load-failures":
+        _load_failures(rng, world)
+    elif family == "load-scaling":
+        _load_scaling(rng, world)
+    else:
+        raise ValueError(f"no world family {family!r}; families: {', '.join(FAMILIES)}")
+    return world
+
+
+def _ranked(world: World, streams: int) -> list[dict[str, Any]]:
+    """The configurations no rule fails at one stream, fastest at ``streams`` first."""
+    from bringup.testing.simengine.evaluate import evaluate
+
+    rng = random.Random(0)
+    healthy = [c for c in world.to_spec().configs() if evaluate(world, c, rng).result.passed]
+    return sorted(healthy, key=lambda c: -world.true_output_tok_s(c, streams))
+
+
+def _under_load(when: dict[str, Any], kind: str, level: int, **extra: Any) -> Outcome:
+    return Outcome(when=when, kind=kind, min_concurrency=level, **extra)
+
+
+def _load_failures(rng: random.Random, world: World) -> None:
+    levels = world.levels()
+    ranked = _ranked(world, levels[-1])
+    reference = dict(world.reference)
+    nums = [f for f in world.space if f in NUMERIC and len(world.space[f]) > 1]
+    cats = [f for f in world.space if f not in NUMERIC and len(world.space[f]) > 1]
+    added: list[Outcome] = []
+    # the fastest configuration that uses more than the least memory on some axis: the
+    # reference (least memory everywhere) keeps working
+    aims = [(c, f) for c in ranked[:10] for f in nums if c[f] != world.space[f][0]]
+    if aims:
+        best, f = aims[0]
+        when: dict[str, Any] = {f: f">={best[f]}"}
+        if cats and rng.random() < 0.5:
+            g = rng.choice(cats)
+            when[g] = best[g]
+        level = rng.choice(levels[1:])
+        added.append(_under_load(when, "crash", level, category=Category.OOM_GPU, log=_OOM))
+    # a near-best configuration that fails under load in a departure of its own
+    near = [
+        (c, departed)
+        for c in ranked[1:6]
+        if not any(o.holds(c, levels[-1]) for o in added)
+        and (departed := [f for f in cats if not value_matches(c[f], reference.get(f))])
+    ]
+    if near and rng.random() < 0.6:
+        victim, departed = rng.choice(near)
+        chosen = rng.sample(departed, min(len(departed), rng.randint(1, 2)))
+        when = {f: victim[f] for f in chosen}
+        kind = rng.choice(["crash", "garbage", "hang"])
+        extra: dict[str, Any] = {"log": _ILLEGAL, "category": Category.RUNTIME_CRASH}
+        added.append(
+            _under_load(when, kind, rng.choice(levels[1:]), **(extra if kind == "crash" else {}))
+        )
+    kept = [o for o in added if not _matches_ref(o, reference)]
+    world.outcome[:0] = kept  # before the idle rules: at its load each decides first
+
+
+def _load_scaling(rng: random.Random, world: World) -> None:
+    levels = world.levels()
+    top = levels[-1]
+    perf = world.performance
+    cats = [f for f in world.space if f not in NUMERIC and len(world.space[f]) > 1]
+    nums = [f for f in world.space if f in NUMERIC and len(world.space[f]) > 1]
+    if cats:
+        # the value that wins with one stream: faster alone, fading under load
+        f = rng.choice(cats)
+        v = rng.choice(world.space[f][1:])
+        perf.effects.setdefault(f, {})
+        perf.effects[f][str(v)] = perf.effects[f].get(str(v), 1.0) * rng.uniform(1.15, 1.35)
+        fade = rng.uniform(0.55, 0.8)
+        perf.interactions.append(
+            Interaction(when={f: v}, min_concurrency=rng.choice(levels[1:]), output_tok_s=fade)
+        )
+    if nums:
+        # a KV cache or batch too small for the top level: it stops scaling past a level
+        f = rng.choice(nums)
+        values = world.space[f]
+        small = values[rng.randint(0, len(values) - 2)]
+        perf.interactions.append(
+            Interaction(
+                when={f: f"<={small}"},
+                min_concurrency=rng.choice(levels[1:]),
+                output_tok_s=rng.uniform(0.5, 0.85),
+            )
+        )
+    if cats and rng.random() < 0.4:
+        ranked = _ranked(world, top)
+        victim = rng.choice(ranked[1:4] or ranked)
+        g = rng.choice(cats)
+        rule = _under_load({g: victim[g]}, "hang", rng.choice(levels[1:]))
+        if not _matches_ref(rule, dict(world.reference)):
+            world.outcome.insert(0, rule)

@@ -6,6 +6,13 @@ semantics as the engine's :class:`~bringup.testing.simengine.profile.SimProfile`
 serves as the world's first matching outcome says. Delays of start-up and crashes are the
 world's seconds divided by ``speed``; token timing is real (first token after the world's
 TTFT, then the throughput shared among active requests).
+
+Load: a request that arrives while it makes ``min_concurrency`` or more in flight meets
+the rules that hold under load: the engine prints the rule's log and exits with its code
+(``crash``, e.g. an out-of-memory under a full batch), the request never gets a token
+while ``/health`` stays 200 (``hang``: a stall), it answers garbage or the rule's wrong
+text, or it fails with HTTP 500 (``load_errors``). Throughput and TTFT use the
+interactions that hold at the number of requests in flight.
 """
 
 from __future__ import annotations
@@ -13,9 +20,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import sys
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 from aiohttp import web
 
@@ -179,7 +187,7 @@ class SimEngine:
         prompt = _prompt_of(body, chat)
         n = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
         self.served += 1
-        out = self.outcome
+        out = self._rule(self.active + 1)
         if (
             out is not None
             and out.kind == "load_errors"
@@ -187,10 +195,14 @@ class SimEngine:
             and _unit(f"{prompt}|{self.served}") < out.error_rate
         ):
             return web.json_response({"error": {"message": "Internal server error"}}, status=500)
-        tokens = self._tokens(prompt, n)
+        if out is not None and out.min_concurrency is not None and out.kind == "crash":
+            self._crash_under_load(out)
+        tokens = self._tokens(prompt, n, out)
         want_lp = body.get("logprobs")
         self.active += 1
         try:
+            if out is not None and out.min_concurrency is not None and out.kind == "hang":
+                await asyncio.Event().wait()  # a stall: no token ever, /health still 200
             if body.get("stream"):
                 return await self._stream(request, prompt, tokens, want_lp, chat, body)
             await asyncio.sleep(self._ttft() + self._itl() * max(0, len(tokens) - 1))
@@ -198,10 +210,25 @@ class SimEngine:
         finally:
             self.active -= 1
 
+    # ---- load ----------------------------------------------------------------------------
+
+    def _rule(self, streams: int) -> Outcome | None:
+        """The rule deciding a request that makes ``streams`` in flight (the first that
+        holds at that load)."""
+        return self.world.first_outcome(self.config, streams)
+
+    def _crash_under_load(self, outcome: Outcome) -> NoReturn:
+        """Print the rule's log and die with its code at once, as an engine killed by its
+        own error does: every open connection goes with the process."""
+        self.log(f"Decode batch. #running-req: {self.active + 1}")
+        for line in outcome_log(outcome).splitlines():
+            print(line, file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(outcome.exit_code)
+
     # ---- generation --------------------------------------------------------------------
 
-    def _tokens(self, prompt: str, n: int) -> list[str]:
-        out = self.outcome
+    def _tokens(self, prompt: str, n: int, out: Outcome | None) -> list[str]:
         if out and out.kind in ("garbage", "wrong_answer"):
             text = out.text if out.kind == "wrong_answer" else "!"
             pieces = [text] if out.kind == "wrong_answer" else ["!"] * n
@@ -210,10 +237,11 @@ class SimEngine:
         return continuation(prompt, n, self.world, agreement)
 
     def _ttft(self) -> float:
-        return self.world.true_ttft_ms(self.config) / 1000.0
+        return self.world.true_ttft_ms(self.config, max(1, self.active)) / 1000.0
 
     def _itl(self) -> float:
-        return max(1, self.active) / self.world.true_output_tok_s(self.config)
+        streams = max(1, self.active)
+        return streams / self.world.true_output_tok_s(self.config, streams)
 
     def _logprobs(self, prompt: str, tokens: list[str]) -> dict[str, Any]:
         drift = self.outcome.logprob_drift if self.outcome and self.outcome.kind == "drift" else 0.0

@@ -6,6 +6,17 @@ times per-value and per-combination factors, plus measurement noise, which a com
 may raise for the configurations holding it), and ``outcome``
 rules: the first rule whose ``when`` matches a configuration (and whose ``unless`` does
 not) decides that it crashes, hangs, answers garbage, drifts or errors under load.
+
+Load: a rule or an interaction with ``min_concurrency`` N holds only while at least N
+requests are in flight (a configuration that serves one stream but runs out of memory,
+crashes, answers garbage, stalls or errors at 16; a KV cache too small to keep scaling).
+At each load the first rule that holds then decides: a trial is checked with one request
+at a time (where a load rule does not hold) and benchmarked at its ``[bench]``
+concurrency levels, lowest first, so a load rule fails it at the benchmark stage, at the
+first level that reaches N, unless a rule before it already failed the trial. The
+world's ``bench`` table is a spec's ``[bench]``; its top level is the one the throughput
+figures are read at (one stream where none is given).
+
 Conditions compare flag values by text or number; a list means any of; ``">=0.9"``,
 ``"<8"``, ``"!=auto"`` compare; a flag absent from the command line has the value false.
 """
@@ -18,14 +29,24 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from bringup.errors import SpecError
-from bringup.spec import Config, FlagValue, Spec
+from bringup.spec import BenchSpec, Config, FlagValue, Spec
 from bringup.verdict import Category, Stage
 
 Condition = dict[str, FlagValue | list[FlagValue]]
 OutcomeKind = Literal["crash", "hang", "garbage", "wrong_answer", "drift", "load_errors"]
+# what a rule that holds only under load may do (a drift under load is seen only by the
+# paired-load check, which the simulation does not model)
+LOAD_KINDS: tuple[OutcomeKind, ...] = ("crash", "hang", "garbage", "wrong_answer", "load_errors")
 WORLDS_DIR = Path(__file__).parent / "worlds"
 
 
@@ -72,6 +93,11 @@ class Interaction(_M):
     # the relative sd of one full benchmark where the condition holds (None: the world's);
     # where several hold, the largest counts
     noise: float | None = Field(default=None, ge=0)
+    # the factors hold only at loads of at least this many streams (noise holds always)
+    min_concurrency: int | None = Field(default=None, ge=2)
+
+    def holds(self, config: dict[str, Any], streams: int) -> bool:
+        return streams >= (self.min_concurrency or 1) and applies(config, self.when, self.unless)
 
 
 class Performance(_M):
@@ -98,6 +124,27 @@ class Outcome(_M):
     logprob_drift: float = Field(default=0.0, ge=0)  # drift: mean |delta logprob|
     token_agreement: float = Field(default=1.0, ge=0, le=1)
     error_rate: float = Field(default=0.0, ge=0, le=1)  # load_errors: share of failed requests
+    # the rule holds only while this many requests are in flight (see the module docstring)
+    min_concurrency: int | None = Field(default=None, ge=2)
+
+    @field_validator("min_concurrency")
+    @classmethod
+    def _load_kind(cls, value: int | None, info: ValidationInfo) -> int | None:
+        kind = info.data.get("kind")
+        if value is not None and kind is not None and kind not in LOAD_KINDS:
+            raise ValueError(
+                f"a {kind} outcome cannot be conditioned on load; under load a rule may be "
+                f"{', '.join(LOAD_KINDS)}"
+            )
+        stage = info.data.get("stage")
+        if value is not None and stage is not None and stage is not Stage.BENCHMARKED:
+            raise ValueError(
+                f"a rule that holds only under load fails the benchmarked stage, not {stage.value}"
+            )
+        return value
+
+    def holds(self, config: dict[str, Any], streams: int) -> bool:
+        return streams >= (self.min_concurrency or 1) and applies(config, self.when, self.unless)
 
 
 class FlagRules(_M):
@@ -121,6 +168,7 @@ class World(_M):
     reference: Config = Field(default_factory=dict)
     plan: dict[str, Any] = Field(default_factory=dict)  # a spec's [plan] (order, ...)
     objective: dict[str, Any] = Field(default_factory=dict)  # a spec's [objective]
+    bench: dict[str, Any] = Field(default_factory=dict)  # a spec's [bench] (concurrency, ...)
     checks: Checks = Field(default_factory=Checks)
     outcome: list[Outcome] = Field(default_factory=list)
     answers: dict[str, str] = Field(default_factory=dict)  # prompt substring -> answer
@@ -134,6 +182,7 @@ class World(_M):
             "reference": self.reference,
             "plan": self.plan,
             "objective": self.objective,
+            "bench": self.bench,
             "checks": {
                 "tolerate": self.checks.tolerate,
                 "max_logprob_mad": self.checks.max_logprob_mad,
@@ -145,17 +194,48 @@ class World(_M):
     def accepts(self, flag: str) -> bool:
         return flag in self.space or flag in self.flags.known
 
-    def first_outcome(self, config: dict[str, Any]) -> Outcome | None:
+    @field_validator("bench")
+    @classmethod
+    def _bench_reads(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            BenchSpec.model_validate(value)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise ValueError(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from exc
+        return value
+
+    def levels(self) -> list[int]:
+        """The benchmark's concurrency levels, lowest first (``bench.concurrency``; [1])."""
+        return sorted({int(c) for c in self.bench.get("concurrency") or [1]})
+
+    def first_outcome(self, config: dict[str, Any], streams: int = 1) -> Outcome | None:
+        """The rule deciding ``config`` while ``streams`` requests are in flight."""
         for rule in self.outcome:
-            if applies(config, rule.when, rule.unless):
+            if rule.holds(config, streams):
                 return rule
         return None
 
-    def true_output_tok_s(self, config: dict[str, Any]) -> float:
+    def load_outcome(
+        self, config: dict[str, Any], levels: list[int] | None = None
+    ) -> tuple[Outcome, int] | None:
+        """The rule that holds for ``config`` only under load, with the lowest benchmark
+        level where it is the first rule to hold (``levels``: the world's); None where no
+        such rule decides any level. Whether a rule already failed the trial with one
+        stream (a crash at start-up, garbage, a drift beyond the limits) is the caller's
+        to ask first."""
+        for level in sorted(levels or self.levels()):
+            rule = self.first_outcome(config, level)
+            if rule is not None and rule.min_concurrency is not None:
+                return rule, level
+        return None
+
+    def true_output_tok_s(self, config: dict[str, Any], streams: int | None = None) -> float:
+        """Throughput while ``streams`` requests are in flight (None: the top level)."""
         perf = self.performance
+        at = self.levels()[-1] if streams is None else streams
         value = perf.output_tok_s * _product(perf.effects, config)
         for inter in perf.interactions:
-            if applies(config, inter.when, inter.unless):
+            if inter.holds(config, at):
                 value *= inter.output_tok_s
         return value
 
@@ -167,11 +247,13 @@ class World(_M):
                 noise = max(noise, inter.noise)
         return noise
 
-    def true_ttft_ms(self, config: dict[str, Any]) -> float:
+    def true_ttft_ms(self, config: dict[str, Any], streams: int | None = None) -> float:
+        """Median TTFT while ``streams`` requests are in flight (None: the top level)."""
         perf = self.performance
+        at = self.levels()[-1] if streams is None else streams
         value = perf.ttft_p50_ms * _product(perf.ttft_effects, config)
         for inter in perf.interactions:
-            if applies(config, inter.when, inter.unless):
+            if inter.holds(config, at):
                 value *= inter.ttft_ms
         return value
 
