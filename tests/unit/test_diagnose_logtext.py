@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bringup.diagnose.logtext import content, level_of
+from bringup.diagnose.logtext import content, level_of, prefix_of
 
 
 @pytest.mark.parametrize(
@@ -29,3 +29,19 @@ from bringup.diagnose.logtext import content, level_of
 def test_prefix_grammar(line: str, level: str | None, message: str | None) -> None:
     assert level_of(line) == level
     assert content(line) == (message if message is not None else line)
+
+
+@pytest.mark.parametrize(
+    ("line", "prefix"),
+    [
+        ("(APIServer pid=1886)   Value error, Failed to import Ray", "(APIServer pid=1886)"),
+        (
+            "(EngineCore pid=1851) ERROR 12-03 17:49:16 [core.py:1330] ValueError: x",
+            "(EngineCore pid=1851) ERROR 12-03 17:49:16 [core.py:1330]",
+        ),
+        ("  Input should be greater than or equal to 1", ""),
+        ("", ""),
+    ],
+)
+def test_prefix_is_what_the_logger_wrote_before_the_message(line: str, prefix: str) -> None:
+    assert prefix_of(line) == prefix

@@ -26,9 +26,10 @@ def _lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines()
 
 
-def test_tp2_on_one_gpu_is_a_distributed_failure_from_the_real_log() -> None:
+def test_tp2_on_one_gpu_is_a_refused_parallel_size_from_the_real_log() -> None:
+    # refused before any process group exists: a parallel size the engine refuses
     d = classify(TP2.read_text(encoding="utf-8"), engine="vllm", exit_code=1)
-    assert d.category is Category.DISTRIBUTED_FAILURE
+    assert d.category is Category.INVALID_CONFIG
     assert any(
         "World size (2) is larger than the number of available GPUs (1)" in e for e in d.evidence
     )

@@ -2,7 +2,10 @@
 
 Every rule of the engine's rule sets is tried on every line's message; a match scores the
 rule's weight, times 1.3 on the final exception line of a Python traceback and 1.2 more when
-that traceback runs through the engine's own package; warning-level lines count 0.6. Frame
+that traceback runs through the engine's own package; warning-level lines count 0.6. A
+wrapper exception's message (pydantic's errors under "1 validation error for
+ParallelConfig", :mod:`bringup.diagnose.pytrace`) is part of the final exception: its lines
+weigh the same, and where the wrapper was raised names only a kind of failure. Frame
 rules score an exception by the frames it passed through (x1.2 for the engine's own frames).
 The exit status adds its own evidence (SIGKILL -> OOM killer, SIGILL -> CPU lacks an
 instruction set, ...). A category scores its best hit plus a little for each further
@@ -214,9 +217,10 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
     markers = [rs.module_marker for rs in rulesets if rs.module_marker]
     # an exception raised through the engine's own code is the engine's verdict
     in_engine = {
-        tb.exc_index
+        i
         for tb in tracebacks
         if tb.exc_index is not None and any(tb.frames_in(m) for m in markers)
+        for i in (tb.exc_index, *tb.message_lines)
     }
     rules, index = _rule_index(rulesets)
     matched: dict[str, list[tuple[str, Rule, re.Match[str]]]] = {}
@@ -298,8 +302,9 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
                         frame.index,
                         rule=f"{rs.engine}:{fr.name}",
                         flags=fr.flags,
-                        # where it was raised, weighed below a cause, names only a kind
-                        prior=cut or fr.weight < _CAUSE,
+                        # where it was raised, weighed below a cause, names only a kind;
+                        # so does where a wrapper was raised (its message names the cause)
+                        prior=cut or fr.weight < _CAUSE or bool(tb.message_lines),
                     )
                 )
     for tb in tracebacks:

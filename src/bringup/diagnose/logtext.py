@@ -134,6 +134,15 @@ def content(line: str) -> str:
     return _split(line)[1]
 
 
+def prefix_of(line: str) -> str:
+    """What the logger wrote in front of the message (process tag, time, level), or "":
+    the lines of one multi-line record share it."""
+    text = _ANSI.sub("", line).strip()
+    message = content(line)
+    end = text.rfind(message) if message else len(text)
+    return text[: max(end, 0)].strip()
+
+
 def level_of(line: str) -> str | None:
     """The level the line's logger wrote ("warning", "error", "info", ...), or None."""
     return _split(line)[0]

@@ -11,6 +11,11 @@ A traceback cut off after its last frame's ``raise SomeError("...")`` source lin
 often stop there) counts that ``raise`` as its exception line; one cut off anywhere else at
 the end of the log is kept without an exception line (its frames still tell where it was).
 ``failed_importing(tb)`` says the exception was raised while a module was being imported.
+An exception that only counts what a settings model refused (pydantic's ``1 validation error
+for ParallelConfig``) wraps its message: the refused field and the validator's own words
+(``  Value error, Failed to import Ray: ...``) follow it on lines of the same log record.
+Those lines are its ``message_lines``: part of the final exception's message, where the
+cause is named; the wrapper's own line names only the kind of failure.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from bringup.diagnose.logtext import content
+from bringup.diagnose.logtext import content, prefix_of
 
 _HEADER = re.compile(r"Traceback \(most recent call last\)")
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>[\w<>.]+)')
@@ -32,6 +37,13 @@ _EXCEPTION = re.compile(
 )
 _LITERAL = re.compile(r"^f?[\"']+|[\"']+$")  # the quotes around raise's message
 _RAISE = re.compile(r"^raise (?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)\((?P<msg>.*?)\)?$")
+# pydantic's ValidationError (v1 and v2): a count and a model name, the errors below it
+_WRAPPER = re.compile(r"^\d+ validation errors? for [\w.]+\s*$")
+_CHAINED = re.compile(r"^(?:During handling of the above exception|The above exception was)")
+_WRAPPED_SPAN = 40  # lines a wrapped message may run to (pydantic prints ~3 per error)
+# how pydantic ends each error: "[type=value_error, ...]" (v1: "(type=value_error)"), then
+# its link; lines past the last such end are not the exception's
+_ERROR_END = re.compile(r"[\[(]type=\w|errors\.pydantic\.dev/")
 
 
 @dataclass
@@ -52,6 +64,8 @@ class Traceback:
     exc_index: int | None = None
     exc_type: str = ""
     exc_message: str = ""
+    # the lines after the exception line that carry its message (a wrapper's errors)
+    message_lines: list[int] = field(default_factory=list)
 
     def frames_in(self, marker: str | None) -> list[Frame]:
         if not marker:
@@ -110,7 +124,33 @@ def read_tracebacks(lines: list[str]) -> list[Traceback]:
             found.append(tb)
             current, raised = None, None
     cut_short(at_end=True)
+    for tb in found:
+        if tb.exc_index is not None and _WRAPPER.match(tb.exc_message):
+            tb.message_lines = _wrapped(lines, tb.exc_index)
     return found
+
+
+def _wrapped(lines: list[str], at: int) -> list[int]:
+    """The lines after a wrapper exception's line that belong to its log record: the same
+    logger prefix (vLLM's process tag, a level and time), not blank, not the start of
+    another traceback or exception, up to the end of its last error where one shows (a log
+    cut inside the errors keeps them all)."""
+    prefix = prefix_of(lines[at])
+    out: list[int] = []
+    for i in range(at + 1, min(len(lines), at + 1 + _WRAPPED_SPAN)):
+        text = content(lines[i])
+        if (
+            not text
+            or prefix_of(lines[i]) != prefix
+            or _HEADER.search(text)
+            or _CHAINED.match(text)
+            or _FRAME.search(text)
+            or _EXCEPTION.match(text)
+        ):
+            break
+        out.append(i)
+    ends = [k for k, i in enumerate(out) if _ERROR_END.search(content(lines[i]))]
+    return out[: ends[-1] + 1] if ends else out
 
 
 _IMPORT = re.compile(r"^(?:import\s+\w|from\s+[\w.]+\s+import\s)")
@@ -126,4 +166,11 @@ def failed_importing(tb: Traceback) -> bool:
 
 
 def final_exception_lines(tracebacks: list[Traceback]) -> set[int]:
-    return {tb.exc_index for tb in tracebacks if tb.exc_index is not None}
+    """The lines of each final exception's message: its exception line and the lines of a
+    wrapped message."""
+    return {
+        i
+        for tb in tracebacks
+        if tb.exc_index is not None
+        for i in (tb.exc_index, *tb.message_lines)
+    }

@@ -224,7 +224,6 @@ RULES = RuleSet(
             r"(?:is|are) not supported (?:with|when|together with|in combination)|"
             r"cannot be used (?:with|together)|mutually exclusive|is incompatible with|"
             r"must be divisible by|is not divisible by|should be divisible by|must divide\b|"
-            r"pydantic.*validation error|validation errors? for \w+Config|Value error,|"
             r"(?:requires|needs|only works with|is only supported (?:with|when)) --[a-z][\w-]+|"
             r"(?:Unknown|Invalid|Unsupported) (?:attention |MoE |moe )?backend|"
             r"is smaller than max_model_len",

@@ -59,13 +59,25 @@ RULES: tuple[Rule, ...] = (
     ),
     # pydantic's own wording for a value a settings model refused
     rule(
-        r"Input should be (?:a valid|greater|less|one of|an? )|Extra inputs are not permitted|"
-        r"validation errors? for \w+(?:Args|Config|Settings|Options)\b",
+        r"Input should be (?:a valid|greater|less|one of|an? )|Extra inputs are not permitted",
         C.INVALID_CONFIG,
         4,
         "a setting has a value (or a name) the engine's settings model refuses: fix the "
         "field the message names",
         name="settings-model-refused",
+    ),
+    # the wrapper around it ("1 validation error for ParallelConfig", "Value error, ..." a
+    # validator raised): a settings model refused something, a kind of failure; the
+    # wrapped message names the cause (a missing library, an unknown architecture) and
+    # decides when a rule knows it, else the refusal stays a guessed invalid_config
+    rule(
+        r"validation errors? for [\w.]+|^Value error, ",
+        C.INVALID_CONFIG,
+        1.5,
+        "a setting has a value the engine's settings model refuses: fix the field the "
+        "message under the validation error names",
+        name="settings-model-wrapper",
+        consequence=True,
     ),
     rule(
         r"cannot assign requested address|\[Errno 99\]|EADDRNOTAVAIL",

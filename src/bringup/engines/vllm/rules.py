@@ -13,6 +13,24 @@ _SELECTED = (
     r"is not valid for this configuration"
 )
 
+# With the backend left on auto, vLLM lists each backend's reasons ("Reasons: {FLASH_ATTN:
+# [block_size not supported], FLASHINFER: [ImportError], ...}"). A setting that every
+# backend able to load refuses is what was refused: a flag value (as for a selected backend
+# below), not the model.
+_FLAG_SETTINGS = ("block_size", "kv_cache_dtype", "dtype")
+_NO_BACKEND = r"No valid attention backend found for \w+ with"
+
+
+def _every_backend_refuses(setting: str) -> str:
+    reason = rf"[^\]]*\b{setting} not supported[^\]]*"
+    return (
+        rf"Reasons: \{{(?=[^}}]*\b{setting} not supported)"
+        rf"(?:\s*[\w-]+: \[(?:{reason}|ImportError[^\]]*)\],?)+\s*\}}"
+    )
+
+
+_FLAG_REFUSED_BY_ALL = "(?:" + "|".join(_every_backend_refuses(s) for s in _FLAG_SETTINGS) + ")"
+
 # vLLM's start-up, as vLLM 0.26.0 logged it on an H200 (tests/unit/fixtures/vllm026_*):
 # API server args -> engine core config -> distributed init -> weights -> memory profile and
 # KV cache -> (torch.compile, CUDA graph capture, unless --enforce-eager) -> "init engine ...
@@ -133,13 +151,13 @@ RULES = RuleSet(
             "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 knowingly)",
         ),
         # config/parallel.py: more ranks than this node's visible GPUs (seen on one H200
-        # with --tensor-parallel-size 2); raised inside a pydantic ValidationError, so it
-        # must outweigh the generic "validation error" reading as invalid_config
+        # with --tensor-parallel-size 2): a parallel size the engine refuses before any
+        # process group exists (the corpus convention: invalid_config)
         rule(
             r"World size \((?P<ws>\d+)\) is larger than the number of available GPUs "
             r"\((?P<gpus>\d+)\)",
-            C.DISTRIBUTED_FAILURE,
-            7,
+            C.INVALID_CONFIG,
+            6,
             "the parallelism flags need {ws} GPUs but {gpus} are visible: lower "
             "--tensor-parallel-size / --pipeline-parallel-size, make more GPUs visible "
             "(CUDA_VISIBLE_DEVICES, engine.gpus), or span nodes (--nnodes, Ray)",
@@ -185,7 +203,16 @@ RULES = RuleSet(
             "--attention-backend {be} cannot serve this model/flag set: choose another or auto",
         ),
         rule(
-            r"No valid attention backend found for \w+ with",
+            _NO_BACKEND + r".*" + _FLAG_REFUSED_BY_ALL,
+            C.INVALID_CONFIG,
+            6,
+            "no attention backend of this vLLM takes this --block-size / --kv-cache-dtype / "
+            "--dtype (the log lists each backend's reasons): use a value the backends take, "
+            "or leave it on auto",
+            name="no-backend-takes-flag",
+        ),
+        rule(
+            rf"^(?!.*{_FLAG_REFUSED_BY_ALL}).*{_NO_BACKEND}",
             C.MODEL_INCOMPATIBLE,
             4.5,
             "no attention backend of this vLLM takes this model with these settings (the log "
