@@ -32,7 +32,7 @@ from typing import Any
 
 from bringup.diagnose.diagnosis import Diagnosis
 from bringup.diagnose.learned_features import FEATURES_VERSION, FeatureSettings, features
-from bringup.diagnose.logtext import log_lines, redact
+from bringup.diagnose.logtext import dedupe_key, log_lines, redact
 from bringup.diagnose.ruleset import GENERIC_REMEDIES
 from bringup.verdict import Category
 
@@ -125,8 +125,13 @@ class LearnedModel:
         """The lines whose terms weigh most towards ``category`` (shown as evidence)."""
         k = self.classes.index(category)
         scored = []
+        seen: set[str] = set()  # ranks repeat lines: each is shown once
         # the lines of the stretch the model read (a huge log: only its end)
         for i, line in enumerate(log_lines(text[-self.settings.max_chars :])):
+            key = dedupe_key(line)
+            if key in seen:
+                continue
+            seen.add(key)
             js = {self.index[t] for t in features(line, self.settings) if t in self.index}
             score = sum(self.coef[j][k] * self.idf[j] for j in js)
             if score > 0:
