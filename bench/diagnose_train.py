@@ -53,7 +53,7 @@ from sklearn.model_selection import GroupKFold
 
 from bringup.diagnose import classify
 from bringup.diagnose.diagnosis import UNKNOWN
-from bringup.diagnose.learned import MODEL_PATH, SCHEMA_VERSION
+from bringup.diagnose.learned import MIN_WORDS, MODEL_PATH, SCHEMA_VERSION
 from bringup.diagnose.learned_features import FEATURES_VERSION, FeatureSettings, features
 
 DATA = Path(__file__).resolve().parent / "data" / "diagnose"
@@ -188,13 +188,19 @@ def _folds(
     return list(kf.split(idx, groups=np.asarray(groups)))
 
 
+Run = tuple[NDArray[Any], list[str], NDArray[Any]]  # logits, classes, where the model declines
+
+
 def oof_logits(
     cases: Sequence[Case], choice: ModelChoice, folds: list[tuple[NDArray[Any], NDArray[Any]]]
-) -> tuple[NDArray[Any], list[str]]:
+) -> Run:
     """Out-of-fold decision values (log-odds before softmax) for every case; columns in
-    the order of the sorted category names (a fold lacking a category gets -inf there)."""
+    the order of the sorted category names (a fold lacking a category gets -inf there); and
+    where the runtime would decline to decide (fewer known words than it needs)."""
     classes = sorted({c.category for c in cases})
     out = np.full((len(cases), len(classes)), -np.inf)
+    declines = np.zeros(len(cases), dtype=bool)
+    settings = FEATURE_GRID[choice.features]
     for train, test in folds:
         vec, model = fit_model(
             [cases[i].log for i in train], [cases[i].category for i in train], choice
@@ -202,7 +208,12 @@ def oof_logits(
         dec = model.decision_function(vec.transform([cases[i].log for i in test]))
         cols = [classes.index(k) for k in model.classes_]
         out[np.ix_(test, cols)] = dec
-    return out, classes
+        known = vec.vocabulary_
+        for i in test:
+            words = {t for t in _memo_features(cases[i].log, settings) if t in known}
+            # the runtime's guard (learned.MIN_WORDS), applied in every figure here as there
+            declines[i] = len({t for t in words if not t.startswith("c:")}) < MIN_WORDS
+    return out, classes, declines
 
 
 def softmax(logits: NDArray[Any], temperature: float) -> NDArray[Any]:
@@ -223,16 +234,15 @@ def fit_temperature(logits: NDArray[Any], truth: NDArray[Any]) -> float:
     return round(best_t, 3)
 
 
-def combine(
-    cases: Sequence[Case], logits: NDArray[Any], classes: list[str], how: Combine
-) -> list[tuple[str, float, bool]]:
+def combine(cases: Sequence[Case], run: Run, how: Combine) -> list[tuple[str, float, bool]]:
     """(label, confidence, decided by the model) for each case, as the runtime combines."""
+    logits, classes, declines = run
     probs = softmax(logits, how.temperature)
     out = []
-    for case, p in zip(cases, probs, strict=True):
+    for case, p, declined in zip(cases, probs, declines, strict=True):
         k = int(p.argmax())
         need = how.p_min_unknown if case.rule_label == UNKNOWN else how.p_min
-        if case.rule_conf < how.threshold and p[k] >= need:
+        if case.rule_conf < how.threshold and p[k] >= need and not declined:
             out.append((classes[k], float(p[k]), classes[k] != case.rule_label))
         else:
             out.append((case.rule_label, case.rule_conf, False))
@@ -243,18 +253,17 @@ def _acc(flags: Sequence[bool]) -> float:
     return sum(flags) / len(flags) if flags else float("nan")
 
 
-def choose_combine(
-    cases: Sequence[Case], logits: NDArray[Any], classes: list[str]
-) -> tuple[Combine, float]:
+def choose_combine(cases: Sequence[Case], run: Run) -> tuple[Combine, float]:
+    logits, classes, declines = run
     truth = np.array([classes.index(c.category) for c in cases])
-    tail = np.array([c.rule_conf < TAIL for c in cases])
+    tail = np.array([c.rule_conf < TAIL for c in cases]) & ~declines
     temperature = fit_temperature(logits[tail], truth[tail]) if tail.any() else 1.0
     best: tuple[float, Combine] | None = None
     for threshold, p_min, p_unknown in itertools.product(
         THRESHOLDS, P_MIN_GRID, P_MIN_UNKNOWN_GRID
     ):
         how = Combine(threshold, p_min, temperature, p_unknown)
-        got = combine(cases, logits, classes, how)
+        got = combine(cases, run, how)
         acc = _acc([g[0] == c.category for g, c in zip(got, cases, strict=True)])
         # ties go to the smaller change: a lower threshold, then higher least probabilities
         key = (acc, -threshold, p_min, p_unknown)
@@ -271,10 +280,10 @@ def choose_combine(
 
 def choose_model(
     cases: Sequence[Case], seeds: Sequence[int], grid: Sequence[tuple[str, float, int]]
-) -> tuple[ModelChoice, list[tuple[NDArray[Any], list[str]]], dict[str, Any]]:
+) -> tuple[ModelChoice, list[Run], dict[str, Any]]:
     """The model of best out-of-fold accuracy over all cases (mean over the seeds' fold
     assignments), with its out-of-fold decision values per seed."""
-    best: tuple[float, ModelChoice, list[tuple[NDArray[Any], list[str]]]] | None = None
+    best: tuple[float, ModelChoice, list[Run]] | None = None
     table: dict[str, Any] = {}
     fold_sets = [_folds([c.group for c in cases], s) for s in seeds]
     tail = [i for i, c in enumerate(cases) if c.unseen_conf is not None and c.unseen_conf < TAIL]
@@ -282,7 +291,7 @@ def choose_model(
         choice = ModelChoice(name, c, keep)
         runs = [oof_logits(cases, choice, folds) for folds in fold_sets]
         accs, tails = [], []
-        for logits, classes in runs:
+        for logits, classes, _ in runs:
             ok = [
                 classes[int(r.argmax())] == k.category for r, k in zip(logits, cases, strict=True)
             ]
@@ -347,16 +356,18 @@ def report(
 
 
 def nested_combine(
-    unseen: Sequence[Case], runs: Sequence[tuple[NDArray[Any], list[str]]], seeds: Sequence[int]
+    unseen: Sequence[Case], runs: Sequence[Run], seeds: Sequence[int]
 ) -> list[dict[str, float]]:
     """Temperature, threshold and p_min chosen inside grouped folds of the unseen cases (on
     the other repositories' cases only), applied to the fold's own cases."""
     out = []
-    for seed, (logits, classes) in zip(seeds, runs, strict=True):
+    for seed, (logits, classes, declines) in zip(seeds, runs, strict=True):
         results: list[tuple[str, float, bool]] = [("", 0.0, False)] * len(unseen)
         for train, test in _folds([c.group for c in unseen], seed + 100):
-            how, _ = choose_combine([unseen[i] for i in train], logits[train], classes)
-            got = combine([unseen[i] for i in test], logits[test], classes, how)
+            part: Run = (logits[train], classes, declines[train])
+            how, _ = choose_combine([unseen[i] for i in train], part)
+            rest: Run = (logits[test], classes, declines[test])
+            got = combine([unseen[i] for i in test], rest, how)
             for i, g in zip(test, got, strict=True):
                 results[i] = g
         out.append(
@@ -434,13 +445,14 @@ def main(argv: list[str]) -> int:
     print(f"chosen model: {choice.features} C={choice.c} keep={choice.keep}")
     where = [i for i, c in enumerate(cases) if c.unseen_label is not None]
     unseen = [cases[i].unseen() for i in where]
-    unseen_runs = [(logits[where], classes) for logits, classes in runs]
+    unseen_runs: list[Run] = [(lg[where], classes, dec[where]) for lg, classes, dec in runs]
     figs = nested_combine(unseen, unseen_runs, seeds)
-    how, _ = choose_combine(
-        [c for _ in seeds for c in unseen],
+    stacked: Run = (
         np.concatenate([r[0] for r in unseen_runs]),
         unseen_runs[0][1],
+        np.concatenate([r[2] for r in unseen_runs]),
     )
+    how, _ = choose_combine([c for _ in seeds for c in unseen], stacked)
     print(
         f"\nchosen combination (on all {len(unseen)} unseen-rules cases): the model decides "
         f"below rule confidence {how.threshold} when its p >= {how.p_min} (where the rules "
@@ -451,9 +463,9 @@ def main(argv: list[str]) -> int:
             f"today's rules on all {len(cases)} allowed cases, grouped CV seed {seed} (the "
             "rules' part is a fit figure: they were written from these cases)",
             cases,
-            combine(cases, logits, classes, how),
+            combine(cases, run, how),
         )
-        for seed, (logits, classes) in zip(seeds, runs, strict=True)
+        for seed, run in zip(seeds, runs, strict=True)
     ]
     mean = {k: float(np.mean([f[k] for f in figs])) for k in figs[0]}
     print(

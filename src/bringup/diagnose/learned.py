@@ -41,7 +41,7 @@ MODEL_PATH = Path(__file__).with_name("learned_model.json")
 _EVIDENCE_LINES = 2
 # a few stray words the model knows ("hello") are no evidence: it decides only in a log
 # holding this many known words or word pairs (character n-grams alone do not count)
-_MIN_WORDS = 3
+MIN_WORDS = 3
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ def fallback(rules: Diagnosis, text: str, model: LearnedModel | None = None) -> 
     model = model or load()
     if rules.confidence >= model.threshold:
         return rules
-    if model.known_words(text) < _MIN_WORDS:
+    if model.known_words(text) < MIN_WORDS:
         return rules
     probs = model.probabilities(text)
     if not probs:
