@@ -3,8 +3,8 @@ labelled failure corpus of bench/data/diagnose/.
 
     python bench/diagnose_eval.py
         [--split fit|heldout|heldout2|retired|heldout3|heldout4|heldout5|heldout6|all|legacy]
-        [--verbose]
-    python bench/diagnose_eval.py CORPUS.jsonl [--verbose]
+        [--verbose] [--rules-only | --compare]
+    python bench/diagnose_eval.py CORPUS.jsonl [--verbose] [--rules-only | --compare]
 
 Prints accuracy per engine, precision/recall per category, the confusion pairs
 (expected -> got), accuracy by confidence band, and as its last line
@@ -22,6 +22,12 @@ once ``heldout4`` had been measured, and ``heldout6`` the sixth, collected later
 ``heldout5`` had been measured: for all three the fit figure is printed on the line before, and
 case ids and log lines are never printed (``--verbose`` is refused): whoever writes rules reads
 the held-out figure, never its cases.
+
+By default a case is diagnosed as ``bringup diagnose`` does: the rules, and the learned
+fallback where no rule is sure (:mod:`bringup.diagnose.learned`). ``--rules-only`` scores the
+rules alone; ``--compare`` scores both and prints, before the last line (which is the
+rules+fallback figure), accuracy overall and on the cases the rules answer below 0.5, and how
+many verdicts the model changed.
 """
 
 from __future__ import annotations
@@ -68,10 +74,14 @@ def cases_of(split: str) -> list[dict[str, Any]]:
     return _load(DATA / f"{split}.jsonl")
 
 
-def run(cases: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, float, list[str]]]:
+def run(
+    cases: list[dict[str, Any]], learned: bool = True
+) -> list[tuple[dict[str, Any], str, float, list[str]]]:
     out = []
     for case in cases:
-        d = classify(case["log"], engine=case.get("engine"), exit_code=case.get("exit_code"))
+        d = classify(
+            case["log"], engine=case.get("engine"), exit_code=case.get("exit_code"), learned=learned
+        )
         out.append((case, d.label, d.confidence, d.evidence))
     return out
 
@@ -116,6 +126,24 @@ def report(results: list[tuple[dict[str, Any], str, float, list[str]]], show_ids
         print(f"{label:12} {acc} {len(band):4d}")
 
 
+def compare(
+    rules: list[tuple[dict[str, Any], str, float, list[str]]],
+    combined: list[tuple[dict[str, Any], str, float, list[str]]],
+) -> None:
+    """Rules alone against rules+fallback on the same cases: overall, on the rules' guessing
+    band (below 0.5, where the fallback may act), and how many verdicts changed."""
+    tail = [i for i, (_, _, conf, _) in enumerate(rules) if conf < 0.5]
+    changed = sum(r[1] != c[1] for r, c in zip(rules, combined, strict=True))
+    print(f"\n{'':22} {'rules-only':>10} {'rules+fallback':>14} {'n':>4}")
+    print(f"{'overall':22} {accuracy(rules):10.4f} {accuracy(combined):14.4f} {len(rules):4d}")
+    print(
+        f"{'rules below 0.5':22} {accuracy([rules[i] for i in tail]):10.4f} "
+        f"{accuracy([combined[i] for i in tail]):14.4f} {len(tail):4d}"
+    )
+    print(f"verdicts changed by the fallback: {changed}")
+    print(f"rules-only: accuracy={accuracy(rules):.4f} n={len(rules)}")
+
+
 def _verbose(results: list[tuple[dict[str, Any], str, float, list[str]]]) -> None:
     for case, got, conf, evidence in results:
         want = case["category"]
@@ -128,7 +156,12 @@ def _verbose(results: list[tuple[dict[str, Any], str, float, list[str]]]) -> Non
 
 def main(argv: list[str]) -> int:
     verbose = "--verbose" in argv
-    args = [a for a in argv if a != "--verbose"]
+    rules_only = "--rules-only" in argv
+    both = "--compare" in argv
+    if rules_only and both:
+        print("--rules-only and --compare exclude each other", file=sys.stderr)
+        return 2
+    args = [a for a in argv if a not in ("--verbose", "--rules-only", "--compare")]
     split, path = "fit", None
     if args[:1] == ["--split"]:
         if len(args) != 2 or args[1] not in SPLITS:
@@ -142,7 +175,8 @@ def main(argv: list[str]) -> int:
             return 2
     elif args:
         print(
-            f"usage: diagnose_eval.py [--split {'|'.join(SPLITS)}] [--verbose] | CORPUS.jsonl",
+            f"usage: diagnose_eval.py [--split {'|'.join(SPLITS)}] [--verbose] "
+            "[--rules-only | --compare] | CORPUS.jsonl",
             file=sys.stderr,
         )
         return 2
@@ -152,12 +186,15 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    results = run(_load(path) if path else cases_of(split))
+    cases = _load(path) if path else cases_of(split)
+    results = run(cases, learned=not rules_only)
     if verbose:
         _verbose(results)
     report(results, show_ids=split not in HIDDEN)
+    if both:
+        compare(run(cases, learned=False), results)
     if split in HIDDEN and path is None:
-        fit = run(cases_of("fit"))
+        fit = run(cases_of("fit"), learned=not rules_only)
         print(f"\nfit: accuracy={accuracy(fit):.4f} n={len(fit)}")
     print(f"accuracy={accuracy(results):.4f} n={len(results)}")
     return 0

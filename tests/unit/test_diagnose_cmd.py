@@ -18,7 +18,16 @@ def test_json_from_file(tmp_path: Path) -> None:
     result = CliRunner().invoke(diagnose, [str(log), "--engine", "vllm", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert set(data) == {"category", "evidence", "remedy", "confidence", "guessing", "transient"}
+    assert set(data) == {
+        "category",
+        "evidence",
+        "remedy",
+        "confidence",
+        "guessing",
+        "transient",
+        "learned",
+    }
+    assert data["learned"] is False  # a rule decided
     assert data["category"] == "oom_gpu"
     assert data["guessing"] is False
     assert data["evidence"] == [OOM.strip()]

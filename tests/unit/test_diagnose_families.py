@@ -609,7 +609,7 @@ def test_a_warning_the_engine_lived_through_decides_only_as_a_guess() -> None:
     ],
 )
 def test_the_engine_carrying_on_is_not_a_refusal(line: str) -> None:
-    assert classify(line).label == "unknown"
+    assert classify(line, learned=False).label == "unknown"  # no rule reads it as refused
 
 
 def test_ollama_refusing_a_model_too_large_for_the_host() -> None:

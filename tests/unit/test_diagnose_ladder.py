@@ -301,7 +301,7 @@ def test_a_log_of_loose_text_is_read_as_a_posted_answer_and_guessed() -> None:
         "User: Hello\n\nLlama3: Hello!\n\nWhat is your name?\nThe\nLlama3\n"
         " bot responds with a greeting and then asks the user for their name.\n"
     )
-    d = classify(log)
+    d = classify(log, learned=False)  # the rules' own reading (the fallback may back it)
     assert d.category is Category.GARBAGE_OUTPUT
     assert d.guessing and d.signal
     assert d.evidence[0].startswith("the log is loose text")

@@ -497,9 +497,31 @@ def classify(
     engine: str | None = None,
     exit_code: int | None = None,
     stage: Stage | None = None,
+    learned: bool = True,
 ) -> Diagnosis:
     """Why a trial failed, from its log text, the exit status (None: still running) and the
-    stage it failed in (None: unknown)."""
+    stage it failed in (None: unknown).
+
+    A log read without a stage (``bringup diagnose`` on a posted log: what the learned
+    fallback was trained and cross-validated on) goes to the learned fallback where no
+    rule is sure (:mod:`bringup.diagnose.learned`); ``learned=False`` gives the rules'
+    answer alone. A trial's own log (a stage known) is diagnosed by the rules only: the
+    model was never measured on whole engine logs, and a trial's verdict feeds the pruner."""
+    rules = _by_rules(text, engine=engine, exit_code=exit_code, stage=stage)
+    if not learned or stage is not None:
+        return rules
+    from bringup.diagnose.learned import fallback  # its model is read only when asked
+
+    return fallback(rules, text)
+
+
+def _by_rules(
+    text: str,
+    *,
+    engine: str | None,
+    exit_code: int | None,
+    stage: Stage | None,
+) -> Diagnosis:
     lines = _trim(log_lines(text))
     hits = _collect(lines, engine)
     exit_ev = _exit_evidence(exit_code)

@@ -10,7 +10,8 @@ band): below :data:`GUESS_BELOW` the diagnosis is a guess, and says so (``guessi
 JSON, "guessing" in text). A log with no failure signal at all and no known exit is
 ``signal=False``: it is shown as ``unknown`` (``category`` then holds what a trial records
 for an engine that failed without a reason, ``runtime_crash``), never as a cause it has no
-evidence for.
+evidence for. ``learned`` marks a diagnosis the learned fallback made where no rule was sure
+(:mod:`bringup.diagnose.learned`): it names no rule and gives the category's generic remedy.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class Diagnosis:
     flags: list[str] = field(default_factory=list)  # flags the deciding rules implicate
     signal: bool = True  # False: nothing in the log or the exit status says what failed
     transient: bool = False  # caused from outside the configuration: worth one retry
+    learned: bool = False  # decided by the learned fallback (no rule was sure), not a rule
 
     @property
     def label(self) -> str:
@@ -54,6 +56,7 @@ class Diagnosis:
             "confidence": round(self.confidence, 2),
             "guessing": self.guessing,
             "transient": self.transient,
+            "learned": self.learned,
         }
 
     def explain(self) -> str:
@@ -76,6 +79,8 @@ class Diagnosis:
             out.append(f"try: {self.remedy}")
         if self.rule:
             out.append(f"decided by rule {self.rule}")
+        elif self.learned:
+            out.append("decided by the learned fallback: no rule was sure")
         return "\n".join(out)
 
     def to_failure(self, stage: Stage, detail: str | None = None) -> Failure:

@@ -89,7 +89,7 @@ def rejection_text(world: World, flag: str) -> str:
 
 
 def _evidence(log: str, category: Category, engine: str) -> list[str]:
-    diag = classify(log, engine=engine)
+    diag = classify(log, engine=engine, learned=False)  # a trial's log: rules alone
     if diag.category is category and diag.evidence:
         return diag.evidence
     lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
@@ -181,7 +181,8 @@ def _apply_outcome(
     if outcome.kind == "crash":
         log = outcome_log(outcome)
         category = (
-            outcome.category or classify(log, engine=engine, exit_code=outcome.exit_code).category
+            outcome.category
+            or classify(log, engine=engine, exit_code=outcome.exit_code, learned=False).category
         )
         result.fail(
             stage,

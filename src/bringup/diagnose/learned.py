@@ -1,0 +1,177 @@
+"""The learned fallback: a linear model over a log's terms, asked only where no rule is sure.
+
+``learned_model.json`` (beside this module) is a TF-IDF + multinomial logistic regression
+trained by ``bench/diagnose_train.py`` on public failure logs of ``bench/data/diagnose/``
+(fit and the retired held-out sets only); its ``cv`` section holds the grouped
+cross-validation figures every setting was chosen by. :func:`fallback` applies it to a
+diagnosis the rules made: when their confidence is below the model's ``threshold`` and the
+model's calibrated probability reaches ``p_min``, the model's category stands, with that
+probability as its confidence, the category's generic remedy (no rule fired, so no rule's
+remedy applies) and an evidence line that says a model decided. Where the rules found no
+failure signal at all, the model names a cause only at ``p_min_unknown`` (never below 0.5:
+more likely right than not); and it decides only in a log holding a few words it knows, so a
+log with no signal (empty, or a few stray words) stays ``unknown``, with low confidence.
+
+The model is applied by hand (:func:`LearnedModel.probabilities`: sparse TF-IDF, a dot product
+per class, a softmax) rather than through scikit-learn: that is all a fitted linear model
+does, and it keeps a heavy dependency out of the runtime. The terms come from
+:func:`bringup.diagnose.learned_features.features`, the very function the trainer handed
+scikit-learn as its analyzer, so training and runtime read a log the same way;
+``tests/unit/test_diagnose_learned.py`` checks the probabilities against scikit-learn's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from bringup.diagnose.diagnosis import Diagnosis
+from bringup.diagnose.learned_features import FEATURES_VERSION, FeatureSettings, features
+from bringup.diagnose.logtext import dedupe_key, log_lines, redact
+from bringup.diagnose.ruleset import GENERIC_REMEDIES
+from bringup.verdict import Category
+
+SCHEMA_VERSION = 1
+MODEL_PATH = Path(__file__).with_name("learned_model.json")
+_EVIDENCE_LINES = 2
+# a few stray words the model knows ("hello") are no evidence: it decides only in a log
+# holding this many known words or word pairs (character n-grams alone do not count)
+MIN_WORDS = 3
+
+
+@dataclass(frozen=True)
+class LearnedModel:
+    classes: tuple[str, ...]
+    index: dict[str, int]  # term -> column
+    idf: tuple[float, ...]
+    coef: tuple[tuple[float, ...], ...]  # per column: one weight per class
+    intercept: tuple[float, ...]
+    temperature: float
+    threshold: float  # the rules' confidence below which the model may decide
+    p_min: float  # the least calibrated probability with which it decides
+    p_min_unknown: float  # the same where the rules found no failure signal at all
+    settings: FeatureSettings
+    cases: int  # how many logs it was trained on
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> LearnedModel:
+        if doc.get("schema_version") != SCHEMA_VERSION:
+            raise ValueError(
+                f"learned model schema {doc.get('schema_version')!r}, expected {SCHEMA_VERSION}"
+            )
+        if doc.get("features_version") != FEATURES_VERSION:
+            raise ValueError(
+                f"learned model made with features v{doc.get('features_version')!r}, this "
+                f"code reads v{FEATURES_VERSION}: retrain it (bench/diagnose_train.py)"
+            )
+        vocab = doc["vocabulary"]
+        classes = tuple(doc["classes"])
+        rows = doc["coef"]
+        if len(rows) != len(classes) or any(len(r) != len(vocab) for r in rows):
+            raise ValueError("learned model: coef is not classes x vocabulary")
+        if len(doc["idf"]) != len(vocab) or len(doc["intercept"]) != len(classes):
+            raise ValueError("learned model: idf or intercept has the wrong length")
+        unknown = set(classes) - {c.value for c in Category}
+        if unknown:
+            raise ValueError(f"learned model: unknown categories {sorted(unknown)}")
+        return cls(
+            classes=classes,
+            index={term: j for j, term in enumerate(vocab)},
+            idf=tuple(float(v) for v in doc["idf"]),
+            coef=tuple(zip(*rows, strict=True)),
+            intercept=tuple(float(v) for v in doc["intercept"]),
+            temperature=float(doc["temperature"]),
+            threshold=float(doc["threshold"]),
+            p_min=float(doc["p_min"]),
+            p_min_unknown=float(doc["p_min_unknown"]),
+            settings=FeatureSettings.from_dict(doc["features"]),
+            cases=int(doc["trained_on"]["cases"]),
+        )
+
+    def _weights(self, terms: list[str]) -> dict[int, float]:
+        """Sublinear TF-IDF of the known terms, L2-normalised (scikit-learn's
+        ``TfidfVectorizer(sublinear_tf=True, norm="l2")``)."""
+        counts = Counter(self.index[t] for t in terms if t in self.index)
+        raw = {j: (1.0 + math.log(n)) * self.idf[j] for j, n in counts.items()}
+        norm = math.sqrt(sum(v * v for v in raw.values()))
+        return {j: v / norm for j, v in raw.items()} if norm else {}
+
+    def known_words(self, text: str) -> int:
+        """How many distinct words and word pairs of the log the model knows."""
+        terms = features(text, self.settings)
+        return len({t for t in terms if t in self.index and not t.startswith("c:")})
+
+    def probabilities(self, text: str, *, calibrated: bool = True) -> dict[str, float]:
+        """Each category's probability for this log; empty when it holds no known term."""
+        weights = self._weights(features(text, self.settings))
+        if not weights:
+            return {}
+        logits = list(self.intercept)
+        for j, w in weights.items():
+            for k, c in enumerate(self.coef[j]):
+                logits[k] += c * w
+        t = self.temperature if calibrated else 1.0
+        top = max(logits)
+        exps = [math.exp((v - top) / t) for v in logits]
+        total = sum(exps)
+        return {k: e / total for k, e in zip(self.classes, exps, strict=True)}
+
+    def decisive_lines(self, text: str, category: str) -> list[str]:
+        """The lines whose terms weigh most towards ``category`` (shown as evidence)."""
+        k = self.classes.index(category)
+        scored = []
+        seen: set[str] = set()  # ranks repeat lines: each is shown once
+        # the lines of the stretch the model read (a huge log: only its end)
+        for i, line in enumerate(log_lines(text[-self.settings.max_chars :])):
+            key = dedupe_key(line)
+            if key in seen:
+                continue
+            seen.add(key)
+            js = {self.index[t] for t in features(line, self.settings) if t in self.index}
+            score = sum(self.coef[j][k] * self.idf[j] for j in js)
+            if score > 0:
+                scored.append((score, i, line))
+        best = sorted(scored, key=lambda s: (-s[0], s[1]))[:_EVIDENCE_LINES]
+        return [redact(line.rstrip()) for _, _, line in sorted(best, key=lambda s: s[1])]
+
+
+@lru_cache(maxsize=1)
+def load(path: Path = MODEL_PATH) -> LearnedModel:
+    return LearnedModel.from_json(json.loads(path.read_text()))
+
+
+def fallback(rules: Diagnosis, text: str, model: LearnedModel | None = None) -> Diagnosis:
+    """The rules' diagnosis, or the model's where the rules are not sure and it is."""
+    model = model or load()
+    if rules.confidence >= model.threshold:
+        return rules
+    if model.known_words(text) < MIN_WORDS:
+        return rules
+    probs = model.probabilities(text)
+    if not probs:
+        return rules
+    label, p = max(probs.items(), key=lambda kv: kv[1])
+    if p < (model.p_min if rules.signal else model.p_min_unknown):
+        return rules
+    said = (
+        f"no rule is sure (confidence {rules.confidence:.2f})"
+        if rules.signal
+        else ("no rule found a failure signal")
+    )
+    note = f"{said}; a model trained on {model.cases} public logs says {label} with p={p:.2f}"
+    if rules.signal and label == rules.category.value:
+        # the rules' own answer, now backed by the model: their evidence and remedy stand
+        return replace(rules, evidence=[note, *rules.evidence], confidence=round(p, 2))
+    category = Category(label)
+    return Diagnosis(
+        category,
+        [note, *model.decisive_lines(text, label)],
+        GENERIC_REMEDIES.get(category),
+        round(p, 2),
+        learned=True,
+    )
