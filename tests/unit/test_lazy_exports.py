@@ -40,3 +40,14 @@ def test_registering_the_simulated_profile_loads_no_evaluator() -> None:
         "print('bringup.testing.simengine.evaluate' in sys.modules)\n"
     )
     assert _run(code) == "False"
+
+
+def test_the_simulated_engine_and_the_trial_path_compile_no_diagnosis_rules() -> None:
+    # the classifier loads on a trial's first failure: a healthy engine process and the
+    # modules a trial loads (a Ray worker's first trial among them) do without its rules
+    code = (
+        "import sys\n"
+        "import bringup.testing.simengine.__main__, bringup.trial_checks\n"
+        "print('bringup.diagnose.classifier' in sys.modules)\n"
+    )
+    assert _run(code) == "False"

@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from bringup.diagnose import classify
+from bringup import diagnose
 from bringup.student import t95
 from bringup.testing.simengine.profile import profile_for
 from bringup.testing.simengine.world import Outcome, World
@@ -83,7 +83,7 @@ def rejection_text(world: World, flag: str) -> str:
 
 
 def _evidence(log: str, category: Category, engine: str) -> list[str]:
-    diag = classify(log, engine=engine)
+    diag = diagnose.classify(log, engine=engine)
     if diag.category is category and diag.evidence:
         return diag.evidence
     lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
@@ -157,7 +157,8 @@ def _apply_outcome(
     if outcome.kind == "crash":
         log = outcome_log(outcome)
         category = (
-            outcome.category or classify(log, engine=engine, exit_code=outcome.exit_code).category
+            outcome.category
+            or diagnose.classify(log, engine=engine, exit_code=outcome.exit_code).category
         )
         result.fail(
             stage,
