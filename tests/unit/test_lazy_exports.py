@@ -42,12 +42,23 @@ def test_registering_the_simulated_profile_loads_no_evaluator() -> None:
     assert _run(code) == "False"
 
 
-def test_the_simulated_engine_and_the_trial_path_compile_no_diagnosis_rules() -> None:
-    # the classifier loads on a trial's first failure: a healthy engine process and the
-    # modules a trial loads (a Ray worker's first trial among them) do without its rules
+def test_a_healthy_simulated_engine_builds_no_spec_models_and_no_diagnosis_rules() -> None:
+    # each trial starts one such process: the classifier loads on a crash it must explain,
+    # and the spec's models only where a world is turned into a spec
     code = (
         "import sys\n"
-        "import bringup.testing.simengine.__main__, bringup.trial_checks\n"
+        "import bringup.testing.simengine.__main__\n"
+        "print([m in sys.modules for m in ('bringup.diagnose.classifier', 'bringup.spec')])\n"
+    )
+    assert _run(code) == "[False, False]"
+
+
+def test_the_trial_path_compiles_no_diagnosis_rules() -> None:
+    # the classifier loads on a trial's first failure: the modules a trial loads (a Ray
+    # worker's first trial among them) do without its rules
+    code = (
+        "import sys\n"
+        "import bringup.trial, bringup.trial_checks\n"
         "print('bringup.diagnose.classifier' in sys.modules)\n"
     )
     assert _run(code) == "False"

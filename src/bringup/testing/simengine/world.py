@@ -16,13 +16,16 @@ import json
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bringup.errors import SpecError
-from bringup.spec import Config, FlagValue, Spec
+from bringup.flagvalue import Config, FlagValue
 from bringup.verdict import Category, Stage
+
+if TYPE_CHECKING:
+    from bringup.spec import Spec
 
 Condition = dict[str, FlagValue | list[FlagValue]]
 OutcomeKind = Literal["crash", "hang", "garbage", "wrong_answer", "drift", "load_errors"]
@@ -127,6 +130,8 @@ class World(_M):
 
     def to_spec(self) -> Spec:
         """A spec searching this world's space (engine and model as the world names them)."""
+        from bringup.spec import Spec  # not loaded by the simulated engine's own process
+
         data: dict[str, Any] = {
             "engine": {"name": self.world.engine if self.world.engine != "generic" else "command"},
             "model": {"path": self.world.model},
