@@ -47,11 +47,11 @@ class WorldInfo(_M):
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, value: str) -> str:
-        from bringup.testing.simengine.profile import simulated_engines
+        from bringup.testing.simengine.profile import imitates, simulated_engines
 
-        known = simulated_engines()
-        if value not in known:
-            raise ValueError(f"the simulated engine imitates {', '.join(known)}, not {value!r}")
+        if not imitates(value):
+            known = ", ".join(simulated_engines())
+            raise ValueError(f"the simulated engine imitates {known}, not {value!r}")
         return value
 
 
