@@ -23,9 +23,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bringup.errors import SpecError
+from bringup.flagvalue import Config as Config
+from bringup.flagvalue import FlagValue as FlagValue
 
-FlagValue = str | int | float | bool
-Config = dict[str, FlagValue]
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 

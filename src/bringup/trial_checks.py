@@ -13,6 +13,7 @@ from typing import Any
 
 import aiohttp
 
+from bringup import diagnose
 from bringup.bench import BenchConfig, run_benchmark
 from bringup.bench.sentinels import DEFAULT_SENTINELS
 from bringup.checks import (
@@ -34,7 +35,6 @@ from bringup.checks.speculative import (
 )
 from bringup.checks.stream_text import Engine
 from bringup.contention import ContentionMeter
-from bringup.diagnose import classify
 from bringup.engines.base import EngineAdapter
 from bringup.http import OpenAIClient, RequestError
 from bringup.plan.base import PlannedTrial
@@ -137,7 +137,7 @@ def _blames_exit(result: TrialResult) -> bool:
 def _engine_died(result: TrialResult, proc: EngineProcess, adapter: EngineAdapter) -> None:
     stage = result.stage
     text = proc.log_path.read_text(errors="replace")
-    diag = classify(text, engine=adapter.name, exit_code=proc.returncode, stage=stage)
+    diag = diagnose.classify(text, engine=adapter.name, exit_code=proc.returncode, stage=stage)
     died = f"the engine process {describe_exit(proc.returncode)} during the {stage.value} stage"
     seen = f"; before that the stage saw {result.failure.headline()}" if result.failure else ""
     result.fail(
@@ -157,7 +157,7 @@ async def _no_answer(
     stage = result.stage
     if proc is not None and proc.poll() is not None:
         text = proc.log_path.read_text(errors="replace")
-        diag = classify(text, engine=adapter.name, exit_code=proc.returncode, stage=stage)
+        diag = diagnose.classify(text, engine=adapter.name, exit_code=proc.returncode, stage=stage)
         detail = f"the engine {describe_exit(proc.returncode)} while serving; {what}"
         result.fail_with(diag.to_failure(stage, detail))
         return

@@ -123,3 +123,19 @@ def test_few_rules_run_on_a_long_line_of_error_words() -> None:
     ran = sum(len(index.may_match(t.lower())) for t in lines) / len(lines)
     assert len(rules) > 100
     assert ran < 8  # measured 3.4 of 166 rules
+
+
+def test_every_pattern_of_every_rule_set_compiles() -> None:
+    # rules compile on first use: a bad expression must still fail here, not in a trial
+    compiled = [
+        p
+        for rs in ALL.values()
+        for p in (
+            *(r.pattern for r in rs.rules),
+            *(r.also for r in rs.rules if r.also is not None),
+            *(f.exception for f in rs.frame_rules),
+            *(f.where for f in rs.frame_rules),
+        )
+    ]
+    assert len(compiled) > 100 and all(isinstance(p, re.Pattern) for p in compiled)
+    assert all(r.also is not None for rs in ALL.values() for r in rs.rules if r.also_source)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
+
+from bringup.testing.hostile import sim_spec
 
 
 def _run(code: str) -> str:
@@ -38,5 +41,33 @@ def test_registering_the_simulated_profile_loads_no_evaluator() -> None:
         "import sys\n"
         "import bringup.testing.simengine.profile\n"
         "print('bringup.testing.simengine.evaluate' in sys.modules)\n"
+    )
+    assert _run(code) == "False"
+
+
+def test_a_healthy_simulated_engine_builds_no_spec_models_and_no_diagnosis_rules(
+    tmp_path: Path,
+) -> None:
+    # each trial starts one such process: the classifier loads on a crash it must explain,
+    # the spec's models where a world becomes a spec, the engine registry for a world that
+    # imitates a named engine; a generic world's engine, built from its world file, needs none
+    sim_spec(tmp_path)
+    code = (
+        "import sys\n"
+        "from bringup.testing.simengine.__main__ import build\n"
+        f"built = build(['--world', {str(tmp_path / 'world.toml')!r}, '--port', '1'])\n"
+        "mods = ('bringup.diagnose.classifier', 'bringup.spec', 'bringup.engines.registry')\n"
+        "print(type(built).__name__, [m in sys.modules for m in mods])\n"
+    )
+    assert _run(code) == "tuple [False, False, False]"
+
+
+def test_the_trial_path_compiles_no_diagnosis_rules() -> None:
+    # the classifier loads on a trial's first failure: the modules a trial loads (a Ray
+    # worker's first trial among them) do without its rules
+    code = (
+        "import sys\n"
+        "import bringup.trial, bringup.trial_checks\n"
+        "print('bringup.diagnose.classifier' in sys.modules)\n"
     )
     assert _run(code) == "False"

@@ -52,7 +52,10 @@ async def drive(win: Window) -> LevelRun:
     The cyclic garbage collector is paused for the window: a full collection over the
     window's many small records stalls the loop for tens to hundreds of milliseconds, which
     would show up as lag. Records hold no cycles; whatever cycles arise are collected at
-    the end of the window.
+    the end of the window. Everything the window allocated is still in the young
+    generations then (nothing is collected while paused), so only those are collected: a
+    full collection would walk every long-lived object of the process as well (in a
+    process that has loaded Ray, about 0.04 CPU-s of a trial's 0.17).
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -61,7 +64,7 @@ async def drive(win: Window) -> LevelRun:
     finally:
         if was_enabled:
             gc.enable()
-        gc.collect()
+        gc.collect(1)
 
 
 async def _drive(win: Window) -> LevelRun:

@@ -17,10 +17,12 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bringup.errors import SpecError
-from bringup.spec import Spec
+
+if TYPE_CHECKING:
+    from bringup.spec import Spec
 
 KINDS = ("exact", "prefix", "contains", "regex", "numeric")
 _NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")

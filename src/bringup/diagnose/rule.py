@@ -6,6 +6,9 @@ prints, the category it implies, how decisive it is, and the remedy it implies. 
 ("failed to load model") that only decides when nothing better is present.
 A ``FrameRule`` weighs a Python exception by where it was raised: a ``KeyError`` inside
 ``load_weights`` means the checkpoint does not match the model code.
+A rule keeps its regular expressions as text and compiles each on first use: every engine
+folder's rule set is built when the engine registry loads (the CLI, a Ray worker), and most
+processes never classify a failure.
 A ``RuleSet`` is what one engine folder (or the generic set) contributes. A rule's id is
 ``<rule set engine>:<name>``; it is recorded with every failure it decides, together with the
 flags the rule declares it implicates (every spelling the engine accepts for each), which the
@@ -16,13 +19,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from bringup.verdict import Category
 
 
 @dataclass(frozen=True)
 class Rule:
-    pattern: re.Pattern[str]
+    source: str  # the regular expression (``pattern``, compiled on first use)
     category: Category
     weight: float
     remedy: str | None = None  # may name groups of the pattern: "lower it to {est}"
@@ -32,10 +36,19 @@ class Rule:
     transient: bool = False
     # the rule counts only in a log that also shows this somewhere: the same consequence
     # ("failed to load model") means another cause once the log shows how far it got
-    also: re.Pattern[str] | None = None
+    also_source: str | None = None  # ``also``
     # the line is a consequence ("failed to load model"): it may decide the category when
     # nothing names the cause, but then as a guess (as every rule below weight 2 does)
     consequence: bool = False
+    case: bool = False  # the patterns match case-sensitively
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        return rx(self.source, case=self.case)
+
+    @cached_property
+    def also(self) -> re.Pattern[str] | None:
+        return None if self.also_source is None else rx(self.also_source, case=self.case)
 
     def remedy_for(self, match: re.Match[str]) -> str | None:
         if self.remedy is None:
@@ -48,13 +61,21 @@ class Rule:
 
 @dataclass(frozen=True)
 class FrameRule:
-    exception: re.Pattern[str]  # matched against the exception type
-    where: re.Pattern[str]  # matched against "path:function" of any frame of the traceback
+    exception_source: str  # ``exception``: matched against the exception type
+    where_source: str  # ``where``: matched against "path:function" of any traceback frame
     category: Category
     weight: float
     remedy: str | None = None
     name: str = ""
     flags: tuple[str, ...] = ()
+
+    @cached_property
+    def exception(self) -> re.Pattern[str]:
+        return rx(self.exception_source, case=True)
+
+    @cached_property
+    def where(self) -> re.Pattern[str]:
+        return rx(self.where_source)
 
 
 @dataclass(frozen=True)
@@ -97,15 +118,16 @@ def rule(
     consequence: bool = False,
 ) -> Rule:
     return Rule(
-        rx(pattern, case=case),
+        pattern,
         category,
         weight,
         remedy,
         name or pattern[:40],
         flags,
         transient,
-        rx(also, case=case) if also is not None else None,
+        also,
         consequence,
+        case,
     )
 
 
@@ -118,6 +140,4 @@ def frame_rule(
     *,
     flags: tuple[str, ...] = (),
 ) -> FrameRule:
-    return FrameRule(
-        rx(exception, case=True), rx(where), category, weight, remedy, where[:40], flags
-    )
+    return FrameRule(exception, where, category, weight, remedy, where[:40], flags)

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bringup.diagnose import classify, diagnose_hang
+from bringup import diagnose
 from bringup.engines.base import EngineAdapter, HealthState
 from bringup.http import OpenAIClient
 from bringup.server.process import EngineProcess, describe_exit
@@ -106,7 +106,9 @@ async def wait_ready(
 
     def failed(category: Category | None = None, detail: str | None = None) -> ReadyOutcome:
         text = tail.text()
-        diag = classify(text, engine=adapter.name, exit_code=proc.returncode, stage=Stage.READY)
+        diag = diagnose.classify(
+            text, engine=adapter.name, exit_code=proc.returncode, stage=Stage.READY
+        )
         failure = diag.to_failure(Stage.READY, detail)
         failure.evidence = failure.evidence or last_lines(text)
         if category is not None:
@@ -147,7 +149,7 @@ async def wait_ready(
 def _hang(
     tail: LogTail, adapter: EngineAdapter, start: float, last_health: str | None, detail: str
 ) -> ReadyOutcome:
-    diag = diagnose_hang(tail.text(), engine=adapter.name)
+    diag = diagnose.diagnose_hang(tail.text(), engine=adapter.name)
     failure = diag.to_failure(Stage.READY, detail)
     failure.category = Category.STARTUP_TIMEOUT_OR_HANG
     return ReadyOutcome(False, time.monotonic() - start, failure, last_health)

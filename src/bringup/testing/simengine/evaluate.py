@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from bringup.diagnose import classify
+from bringup import diagnose
 from bringup.student import t95
 from bringup.testing.simengine.profile import profile_for
 from bringup.testing.simengine.world import Outcome, World
@@ -89,7 +89,7 @@ def rejection_text(world: World, flag: str) -> str:
 
 
 def _evidence(log: str, category: Category, engine: str) -> list[str]:
-    diag = classify(log, engine=engine, learned=False)  # a trial's log: rules alone
+    diag = diagnose.classify(log, engine=engine, learned=False)  # a trial's log: rules alone
     if diag.category is category and diag.evidence:
         return diag.evidence
     lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
@@ -182,7 +182,9 @@ def _apply_outcome(
         log = outcome_log(outcome)
         category = (
             outcome.category
-            or classify(log, engine=engine, exit_code=outcome.exit_code, learned=False).category
+            or diagnose.classify(
+                log, engine=engine, exit_code=outcome.exit_code, learned=False
+            ).category
         )
         result.fail(
             stage,
@@ -245,8 +247,8 @@ def load_category(world: World, outcome: Outcome) -> Category:
     if outcome.kind == "crash":
         log = outcome_log(outcome)
         engine = world.world.engine
-        return classify(
-            log, engine=engine, exit_code=outcome.exit_code, stage=Stage.BENCHMARKED
+        return diagnose.classify(
+            log, engine=engine, exit_code=outcome.exit_code, stage=Stage.BENCHMARKED, learned=False
         ).category
     return KIND_CATEGORY[outcome.kind]
 

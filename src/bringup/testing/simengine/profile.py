@@ -42,6 +42,13 @@ def profile_for(engine: str) -> SimProfile:
     return adapter.sim_profile
 
 
+def imitates(engine: str) -> bool:
+    """Whether the simulated engine can imitate ``engine``. "generic" is answered without
+    the engine registry: loading every adapter (and compiling its diagnosis rules) would be
+    most of a generic simulated engine's start-up CPU."""
+    return engine == "generic" or engine in simulated_engines()
+
+
 def simulated_engines() -> list[str]:
     """Engine names the simulated engine can imitate."""
     from bringup.engines.registry import adapters

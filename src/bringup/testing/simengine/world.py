@@ -27,7 +27,7 @@ import json
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -39,8 +39,11 @@ from pydantic import (
 )
 
 from bringup.errors import SpecError
-from bringup.spec import BenchSpec, Config, FlagValue, Spec
+from bringup.flagvalue import Config, FlagValue
 from bringup.verdict import Category, Stage
+
+if TYPE_CHECKING:
+    from bringup.spec import Spec
 
 Condition = dict[str, FlagValue | list[FlagValue]]
 OutcomeKind = Literal["crash", "hang", "garbage", "wrong_answer", "drift", "load_errors"]
@@ -65,11 +68,11 @@ class WorldInfo(_M):
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, value: str) -> str:
-        from bringup.testing.simengine.profile import simulated_engines
+        from bringup.testing.simengine.profile import imitates, simulated_engines
 
-        known = simulated_engines()
-        if value not in known:
-            raise ValueError(f"the simulated engine imitates {', '.join(known)}, not {value!r}")
+        if not imitates(value):
+            known = ", ".join(simulated_engines())
+            raise ValueError(f"the simulated engine imitates {known}, not {value!r}")
         return value
 
 
@@ -175,6 +178,8 @@ class World(_M):
 
     def to_spec(self) -> Spec:
         """A spec searching this world's space (engine and model as the world names them)."""
+        from bringup.spec import Spec  # not loaded by the simulated engine's own process
+
         data: dict[str, Any] = {
             "engine": {"name": self.world.engine if self.world.engine != "generic" else "command"},
             "model": {"path": self.world.model},
@@ -197,6 +202,11 @@ class World(_M):
     @field_validator("bench")
     @classmethod
     def _bench_reads(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if not value:
+            return value
+        # only a world with a [bench] table loads the spec's models
+        from bringup.spec import BenchSpec
+
         try:
             BenchSpec.model_validate(value)
         except ValidationError as exc:
