@@ -140,3 +140,33 @@ def test_an_oom_with_a_16_bit_kv_cache_leaves_fp8_at_the_same_size_open() -> Non
     assert rule.matches({**config, "--attention-backend": "FLASHINFER"}, sp)
     assert not rule.matches({**config, "--kv-cache-dtype": "fp8"}, sp)  # half the bytes
     assert not rule.matches({**config, "--max-num-seqs": 256}, sp)
+
+
+def test_two_crashes_that_different_rules_explain_never_widen_each_other() -> None:
+    from bringup.plan.pruning import widen
+
+    sp = space()
+    first: Config = {
+        "--attention-backend": "FLASH_ATTN",
+        "--kv-cache-dtype": "fp8",
+        "--max-num-seqs": 64,
+    }
+    second: Config = {**first, "--max-num-seqs": 512}
+    crash = ["the engine exited with status -11"]
+
+    def crashed(config: Config, rule: str) -> TrialResult:
+        result = failed(config, Category.RUNTIME_CRASH, crash)
+        assert result.failure is not None
+        result.failure.rule = rule
+        return result
+
+    a = rule_from(crashed(first, "vllm:illegal memory access"), first, sp, [])
+    b = rule_from(crashed(second, "generic:segfault"), second, sp, [])
+    assert a is not None and b is not None and a.contextual and b.contextual
+    # two causes: what the two contexts happen to share is the culprit of neither
+    assert widen(b, [a], sp) is None
+    same = rule_from(crashed(second, "vllm:illegal memory access"), second, sp, [])
+    assert same is not None
+    wider = widen(same, [a], sp)
+    assert wider is not None and wider.cause == "vllm:illegal memory access"
+    assert wider.combo == {"--attention-backend": "FLASH_ATTN", "--kv-cache-dtype": "fp8"}

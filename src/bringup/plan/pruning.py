@@ -36,9 +36,10 @@ cause may be any value *together with* the others present (fp8 KV drifting with 
 attention backend only), so the rule prunes the configuration's whole context: every
 other flag at the value it had. A second failure of the same category in a different
 context widens it (:func:`widen`) to what the two contexts share, down to the value alone
-once they share nothing else. Causes known to be context-free prune widely at once: a
-value the hardware cannot run or whose dependency is missing, a pair the engine refuses
-by name, a flag a diagnosis rule implicates.
+once they share nothing else; the same failure, that is: two failures that different
+diagnosis rules explain have different causes and never widen each other. Causes known to
+be context-free prune widely at once: a value the hardware cannot run or whose dependency
+is missing, a pair the engine refuses by name, a flag a diagnosis rule implicates.
 
 Only deterministic causes prune: a transient failure (``Failure.transient``: a request
 timed out or its connection dropped while the engine lived, ``slow_response`` and
@@ -86,6 +87,7 @@ class PruneRule:
     # a failure that named nothing: its combo is the whole context it failed in
     category: Category | None = None
     contextual: bool = False
+    cause: str | None = None  # the diagnosis rule that decided the failure, where one did
 
     def matches(self, config: Mapping[str, Any], space: SearchSpace) -> bool:
         if not self.memory:
@@ -216,20 +218,27 @@ def rule_from(
             return None  # a tolerated flag may be the one drifting
         what = ", ".join(f"{f}={config[f]}" for f in blamed)
         if unexplained:
-            return _in_context(config, blamed, result.trial_id, f"{what} drifts", cat)
+            return _in_context(config, blamed, result.trial_id, f"{what} drifts", cat, None)
         return PruneRule(combo_of(blamed), result.trial_id, f"{what} drifts from the reference")
     if cat in PINNED_CATEGORIES:
         if not culprits:
             return None
         what = ", ".join(f"{f}={config[f]}" for f in culprits)
         if unexplained:
-            return _in_context(config, culprits, result.trial_id, f"{what}: {short}", cat)
+            return _in_context(
+                config, culprits, result.trial_id, f"{what}: {short}", cat, failure.rule
+            )
         return PruneRule(combo_of(culprits), result.trial_id, f"{what}: {short}")
     return None
 
 
 def _in_context(
-    config: Mapping[str, Any], culprits: list[str], trial: str | None, what: str, cat: Category
+    config: Mapping[str, Any],
+    culprits: list[str],
+    trial: str | None,
+    what: str,
+    cat: Category,
+    cause: str | None,
 ) -> PruneRule:
     return PruneRule(
         dict(config),
@@ -238,17 +247,24 @@ def _in_context(
         culprits=tuple(culprits),
         category=cat,
         contextual=True,
+        cause=cause,
     )
 
 
 def widen(rule: PruneRule, earlier: list[PruneRule], space: SearchSpace) -> PruneRule | None:
-    """A wider rule from ``rule`` and an earlier contextual one of the same category: what
-    their two contexts share, when that still departs from the reference; else None."""
+    """A wider rule from ``rule`` and an earlier contextual one of the same failure: what
+    their two contexts share, when that still departs from the reference; else None.
+
+    The same failure is the same category decided by the same diagnosis rule: two crashes
+    that two different rules explain are two causes, and what their contexts happen to
+    share is not the culprit of either."""
     if not rule.contextual:
         return None
     best: dict[str, Any] | None = None
     for old in earlier:
         if not old.contextual or old.category is not rule.category or old.combo == rule.combo:
+            continue
+        if old.cause != rule.cause:
             continue
         shared = {
             k: v for k, v in rule.combo.items() if k in old.combo and same_value(old.combo[k], v)
@@ -268,4 +284,5 @@ def widen(rule: PruneRule, earlier: list[PruneRule], space: SearchSpace) -> Prun
         culprits=tuple(best),
         category=rule.category,
         contextual=True,
+        cause=rule.cause,
     )

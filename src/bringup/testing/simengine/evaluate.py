@@ -180,18 +180,18 @@ def _apply_outcome(
     stage = outcome.stage or _KIND_STAGE[outcome.kind]
     if outcome.kind == "crash":
         log = outcome_log(outcome)
-        category = (
-            outcome.category
-            or diagnose.classify(
-                log, engine=engine, exit_code=outcome.exit_code, learned=False
-            ).category
-        )
+        diag = diagnose.classify(log, engine=engine, exit_code=outcome.exit_code, learned=False)
+        category = outcome.category or diag.category
         result.fail(
             stage,
             category,
             _evidence(log, category, engine),
             detail=f"process exited with code {outcome.exit_code}",
         )
+        if result.failure is not None and diag.category is category:
+            # the deciding rule, as a real trial's failure carries it: what tells two causes
+            # of one category apart
+            result.failure.rule = diag.rule
         seconds = outcome.after_s + t.teardown_s
     elif outcome.kind == "hang":
         log = outcome_log(outcome)
