@@ -1,10 +1,10 @@
 """Check the labelled failure-log corpus: format, duplicates and the fit/held-out split.
 
-Each line of ``bench/data/diagnose/{fit,heldout,heldout2,...,heldout6}.jsonl`` is one case
+Each line of ``bench/data/diagnose/{fit,heldout,heldout2,...,heldout7}.jsonl`` is one case
 with exactly the fields id, engine, category, log, remedy, source, gpu, date (``exit_code`` may
 be added when the post states it). The fit/heldout split is decided by the source alone (see
 ``side_of`` and the README next to the data), so this check can tell a case filed on the wrong
-side without reading its log. ``heldout2`` to ``heldout6`` are later held-out
+side without reading its log. ``heldout2`` to ``heldout7`` are later held-out
 sets collected from other issues: any source may go there, but no source may sit in two splits
 (an issue whose thread was read while rules were written cannot test them). A log that carries
 a credential (a signed URL, a token) is refused. Duplicates are refused across all files: a
@@ -12,7 +12,8 @@ repeated id, the same source with the same log, and near-identical log text (the
 posted twice must not sit on two sides, nor count twice on one).
 
     python bench/corpus_check.py [FIT.jsonl HELDOUT.jsonl [HELDOUT2.jsonl [HELDOUT3.jsonl
-                                 [HELDOUT4.jsonl [HELDOUT5.jsonl [HELDOUT6.jsonl]]]]]]
+                                 [HELDOUT4.jsonl [HELDOUT5.jsonl [HELDOUT6.jsonl
+                                 [HELDOUT7.jsonl]]]]]]]
 
 Prints one line per problem and, as its last line, ``problems=<int> n=<int>``; exits 1 when
 there is any problem, 2 when a file is missing or unreadable.
@@ -43,7 +44,16 @@ CATEGORIES = (
     "garbage_output",
     "runtime_crash",
 )
-SPLITS = ("fit", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
+SPLITS = (
+    "fit",
+    "heldout",
+    "heldout2",
+    "heldout3",
+    "heldout4",
+    "heldout5",
+    "heldout6",
+    "heldout7",
+)
 REQUIRED = ("id", "engine", "category", "log", "remedy", "source", "gpu", "date")
 OPTIONAL = ("exit_code",)
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]{2,99}$")

@@ -2,7 +2,8 @@
 labelled failure corpus of bench/data/diagnose/.
 
     python bench/diagnose_eval.py
-        [--split fit|heldout|heldout2|retired|heldout3|heldout4|heldout5|heldout6|all|legacy]
+        [--split fit|heldout|heldout2|retired|heldout3|heldout4|heldout5|heldout6|heldout7
+                 |all|legacy]
         [--verbose] [--rules-only | --compare]
     python bench/diagnose_eval.py CORPUS.jsonl [--verbose] [--rules-only | --compare]
 
@@ -18,10 +19,11 @@ they stay separate files so their figures remain reportable, as fit figures. ``h
 measured five times while rules changed, is retired the same way since 2026-12-03 (commit
 ``cb027c2``); ``retired`` is all three. ``heldout4`` is the fourth held-out set, collected once
 ``heldout3`` had been measured three times, ``heldout5`` the fifth, collected on 2026-12-03
-once ``heldout4`` had been measured, and ``heldout6`` the sixth, collected later that day once
-``heldout5`` had been measured: for all three the fit figure is printed on the line before, and
-case ids and log lines are never printed (``--verbose`` is refused): whoever writes rules reads
-the held-out figure, never its cases.
+once ``heldout4`` had been measured, ``heldout6`` the sixth, collected later that day once
+``heldout5`` had been measured, and ``heldout7`` the seventh, collected that evening once
+``heldout6`` had been measured after a rule change: for all four the fit figure is printed on
+the line before, and case ids and log lines are never printed (``--verbose`` is refused):
+whoever writes rules reads the held-out figure, never its cases.
 
 By default a case is diagnosed as ``bringup diagnose`` does: the rules, and the learned
 fallback where no rule is sure (:mod:`bringup.diagnose.learned`). ``--rules-only`` scores the
@@ -50,10 +52,11 @@ SPLITS = (
     "heldout4",
     "heldout5",
     "heldout6",
+    "heldout7",
     "all",
     "legacy",
 )
-HIDDEN = ("heldout4", "heldout5", "heldout6")  # splits whose cases are never printed
+HIDDEN = ("heldout4", "heldout5", "heldout6", "heldout7")  # splits whose cases are never printed
 # once held out, read by rule writers: heldout and heldout2 since 0187dcd, heldout3 since cb027c2
 RETIRED = ("heldout", "heldout2", "heldout3")
 BANDS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.85), (0.85, 1.01))

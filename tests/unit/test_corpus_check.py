@@ -173,3 +173,21 @@ def test_the_sixth_held_out_set_shares_no_source_with_the_fifth(tmp_path: Path) 
     problems, n = cc.check(files)
     assert n == 3
     assert any("source o/later#13 is already in heldout5" in p for p in problems)
+
+
+def test_the_seventh_held_out_set_shares_no_source_with_the_sixth(tmp_path: Path) -> None:
+    files = _write(tmp_path, [_case(_source_for("fit"))], [])
+    for split in ("heldout2", "heldout3", "heldout4", "heldout5"):
+        files[split] = tmp_path / f"{split}.jsonl"
+        files[split].write_text("")
+    logs = (
+        ("heldout6", "Illegal instruction (core dumped) " * 2),
+        ("heldout7", "address already in use " * 3),
+    )
+    for split, log in logs:
+        files[split] = tmp_path / f"{split}.jsonl"
+        case = _case("o/later#17", id=f"vllm-{split}", log=log + " while starting the server")
+        files[split].write_text(json.dumps(case) + "\n")
+    problems, n = cc.check(files)
+    assert n == 3
+    assert any("source o/later#17 is already in heldout6" in p for p in problems)
