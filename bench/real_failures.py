@@ -1,11 +1,13 @@
 """Diagnosis on real vLLM failures whose cause is known because it was put there.
 
-    python bench/real_failures.py [DIR] [--json OUT.jsonl]
+    python bench/real_failures.py [DIR] [--batch 1|2] [--json OUT.jsonl]
 
 ``scripts/gpu/vllm/failures.sh`` launched vLLM 0.26.0 on one H200 with one deliberate
 fault per case and kept every whole log and exit status (``DIR``, by default
 ``docs/gpu/vllm-h200-failures``); ``scripts/gpu/vllm/failures.tsv`` holds each case's label,
-written from the fault by the corpus conventions before any log existed. Unlike the
+written from the fault by the corpus conventions before any log existed. ``--batch 2`` reads
+the second batch instead (``failures2.sh``, ``failures2.tsv``, by default
+``docs/gpu/vllm-h200-failures2``): other faults, labelled and committed the same way. Unlike the
 corpus of public posts, nothing here was trimmed by a person: each log is the whole output
 a user would hand to ``bringup diagnose``, start-up chatter, warnings and all.
 
@@ -26,23 +28,29 @@ from typing import Any
 from bringup.diagnose import classify
 
 ROOT = Path(__file__).resolve().parent.parent
-RUN = ROOT / "docs" / "gpu" / "vllm-h200-failures"
-LABELS = ROOT / "scripts" / "gpu" / "vllm" / "failures.tsv"
-STOPPED_BY_SCRIPT = {"engine_core_killed"}  # its exit status is the script's SIGTERM
+GPU = ROOT / "scripts" / "gpu" / "vllm"
+# batch: (the run's folder, the labels written before it)
+BATCHES = {
+    1: (ROOT / "docs" / "gpu" / "vllm-h200-failures", GPU / "failures.tsv"),
+    2: (ROOT / "docs" / "gpu" / "vllm-h200-failures2", GPU / "failures2.tsv"),
+}
+# their exit status is the script's: a SIGTERM after the engine core was signalled, or
+# timeout's 124 for a start-up that never ended
+STOPPED_BY_SCRIPT = {"engine_core_killed", "engine_core_segv", "config_fifo_hang"}
 
 
-def labels() -> dict[str, str]:
+def labels(path: Path) -> dict[str, str]:
     out: dict[str, str] = {}
-    for line in LABELS.read_text().splitlines():
+    for line in path.read_text().splitlines():
         if line.strip() and not line.startswith("#"):
             name, category, _why = line.split("\t")
             out[name] = category
     return out
 
 
-def cases(run_dir: Path) -> list[dict[str, Any]]:
+def cases(run_dir: Path, label_file: Path) -> list[dict[str, Any]]:
     out = []
-    for name, category in sorted(labels().items()):
+    for name, category in sorted(labels(label_file).items()):
         rc = (run_dir / f"{name}.rc").read_text().strip()
         case: dict[str, Any] = {
             "id": f"vllm026-h200-{name.replace('_', '-')}",
@@ -50,7 +58,7 @@ def cases(run_dir: Path) -> list[dict[str, Any]]:
             "category": category,
             "log": (run_dir / f"{name}.log").read_text(errors="replace"),
             "remedy": None,
-            "source": "scripts/gpu/vllm/failures.sh (vLLM 0.26.0, one deliberate fault)",
+            "source": f"scripts/gpu/vllm/{label_file.stem}.sh (vLLM 0.26.0, one deliberate fault)",
             "gpu": "H200",
             "date": "2026-12-03",
         }
@@ -62,10 +70,12 @@ def cases(run_dir: Path) -> list[dict[str, Any]]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("dir", nargs="?", type=Path, default=RUN)
+    ap.add_argument("dir", nargs="?", type=Path, help="the run's folder (default: the batch's)")
+    ap.add_argument("--batch", type=int, choices=sorted(BATCHES), default=1)
     ap.add_argument("--json", type=Path, help="write the cases in the corpus format")
     args = ap.parse_args()
-    found = cases(args.dir)
+    run_dir, label_file = BATCHES[args.batch]
+    found = cases(args.dir or run_dir, label_file)
     right = 0
     for c in found:
         d = classify(c["log"], engine=c["engine"], exit_code=c.get("exit_code"))

@@ -27,52 +27,8 @@ c["architectures"] = ["Gemma3FlashMoeForCausalLM"]
 json.dump(c, open(p, "w"), indent=2)
 EOF
 
-# one case: NAME PORT ENV... -- FLAGS...; every launch bounded (a case that outlives it is
-# itself a finding: its .rc says 124), and one that starts after all (the fault did not
-# bite) is stopped at once: its .rc says "started"
-run_case() {
-  local name=$1 port=$2; shift 2
-  local envs=()
-  while [ "$1" != "--" ]; do envs+=("$1"); shift; done; shift
-  (
-    [ ${#envs[@]} -gt 0 ] && export "${envs[@]}"
-    timeout -k 10 300 "$py" -m vllm.entrypoints.cli.main serve "$@" --host 127.0.0.1 \
-      --port "$port" --gpu-memory-utilization "${GMU:-0.15}" > "$out/$name.log" 2>&1 &
-    local server=$!
-    while kill -0 "$server" 2>/dev/null; do
-      sleep 3
-      if "$py" -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$port/health', timeout=2)" 2>/dev/null; then
-        echo started > "$out/$name.rc"; kill "$server"; wait "$server"; exit 0
-      fi
-    done
-    wait "$server"; echo $? > "$out/$name.rc"
-  )
-}
-
-# the engine core killed under a live server: the front end's own account of it
-engine_core_killed() {
-  local port=$1
-  "$py" -m vllm.entrypoints.cli.main serve "$model" --enforce-eager --host 127.0.0.1 \
-    --port "$port" --gpu-memory-utilization 0.15 > "$out/engine_core_killed.log" 2>&1 &
-  local server=$!
-  local t=0
-  until "$py" -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$port/health', timeout=2)" 2>/dev/null; do
-    sleep 2; t=$((t + 2))
-    if [ $t -gt 240 ] || ! kill -0 "$server" 2>/dev/null; then break; fi
-  done
-  # the engine core is a child of this server: chosen by parent pid, never by name alone
-  local core
-  core=$(ps --ppid "$server" -o pid=,comm= | awk '/[Ee]ngine/ {print $1; exit}')
-  if [ -n "$core" ]; then kill -9 "$core"; fi
-  "$py" -c "
-import json, urllib.request as u
-r = u.Request('http://127.0.0.1:$port/v1/completions', json.dumps({'prompt': 'Hi', 'max_tokens': 8}).encode(), {'Content-Type': 'application/json'})
-try: print(u.urlopen(r, timeout=30).read()[:200])
-except Exception as e: print('request:', e)
-" >> "$out/engine_core_killed.note" 2>&1
-  for _ in $(seq 30); do kill -0 "$server" 2>/dev/null || break; sleep 2; done
-  kill "$server" 2>/dev/null; wait "$server"; echo $? > "$out/engine_core_killed.rc"
-}
+. "$here/failures-lib.sh"
+engine_core_killed() { core_signal engine_core_killed "$1" 9; }
 
 # the port taken by another process before the server starts
 port_in_use() {
@@ -115,6 +71,4 @@ for c in "${alone[@]}"; do
 done
 port_in_use 8130
 engine_core_killed 8131
-for f in "$out"/*.rc; do printf '%s rc=%s lines=%s\n' "$(basename "$f" .rc)" "$(cat "$f")" \
-  "$(wc -l < "${f%.rc}.log")"; done
-echo 0 > "$out/DONE"
+summarise
