@@ -37,6 +37,12 @@ BATCHES = {
 # their exit status is the script's: a SIGTERM after the engine core was signalled, or
 # timeout's 124 for a start-up that never ended
 STOPPED_BY_SCRIPT = {"engine_core_killed", "engine_core_segv", "config_fifo_hang"}
+# faults that did not do what their label says, found by reading each log's last error line
+# before any diagnosis of the batch was run; left out of the figure and named in its output:
+# the named pipe in place of config.json was refused by vLLM's check of the model folder
+# ("Invalid repository ID or local directory specified") before anything read it, so the
+# start-up never blocked
+NOT_AS_INTENDED = {"config_fifo_hang"}
 
 
 def labels(path: Path) -> dict[str, str]:
@@ -51,6 +57,8 @@ def labels(path: Path) -> dict[str, str]:
 def cases(run_dir: Path, label_file: Path) -> list[dict[str, Any]]:
     out = []
     for name, category in sorted(labels(label_file).items()):
+        if name in NOT_AS_INTENDED:
+            continue
         rc = (run_dir / f"{name}.rc").read_text().strip()
         case: dict[str, Any] = {
             "id": f"vllm026-h200-{name.replace('_', '-')}",
@@ -76,6 +84,9 @@ def main() -> int:
     args = ap.parse_args()
     run_dir, label_file = BATCHES[args.batch]
     found = cases(args.dir or run_dir, label_file)
+    skipped = sorted(NOT_AS_INTENDED & set(labels(label_file)))
+    if skipped:
+        print(f"left out (the fault did not act as labelled): {', '.join(skipped)}")
     right = 0
     for c in found:
         d = classify(c["log"], engine=c["engine"], exit_code=c.get("exit_code"))
