@@ -90,6 +90,11 @@ def rejection_text(world: World, flag: str) -> str:
 
 def _evidence(log: str, category: Category, engine: str) -> list[str]:
     diag = diagnose.classify(log, engine=engine, learned=False)  # a trial's log: rules alone
+    return _evidence_of(diag, log, category)
+
+
+def _evidence_of(diag: diagnose.Diagnosis, log: str, category: Category) -> list[str]:
+    """The diagnosis' evidence where it names ``category``, else the log's last lines."""
     if diag.category is category and diag.evidence:
         return diag.evidence
     lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
@@ -185,7 +190,7 @@ def _apply_outcome(
         result.fail(
             stage,
             category,
-            _evidence(log, category, engine),
+            _evidence_of(diag, log, category),
             detail=f"process exited with code {outcome.exit_code}",
         )
         if result.failure is not None and diag.category is category:
