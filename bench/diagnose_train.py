@@ -5,9 +5,9 @@
 Needs scikit-learn (``pip install -e '.[train]'``); the runtime does not
 (:mod:`bringup.diagnose.learned` applies the exported JSON in pure Python).
 
-Data: ONLY ``fit.jsonl`` and the retired held-out sets (``heldout``, ``heldout2``,
-``heldout3``), all of which rule writers have read. The sealed sets (``heldout4`` and later)
-are never opened here: :data:`ALLOWED` is the whole list of files this script reads.
+Data: ONLY ``fit.jsonl`` and the retired held-out sets (``heldout`` to ``heldout6``), all
+of which rule writers have read. The sealed set (``heldout7``) is never opened here:
+:data:`ALLOWED` is the whole list of files this script reads.
 
 Every choice is made by cross-validation grouped by repository (``owner/repo`` of the
 source: no repository sits in both a fold's training and test part), repeated over
@@ -16,7 +16,7 @@ shuffles:
 1. the model: feature settings and regularisation ``C`` (the terms of largest weight are
    kept and the model refitted on those alone, so the export is exactly the fitted model),
    by out-of-fold accuracy over all allowed cases;
-2. the combination, on heldout2 and heldout3 as the rules answered them *before* any rule
+2. the combination, on heldout2 to heldout6 as the rules answered them *before* any rule
    writer had read them (``rules_unseen.jsonl``, from ``bench/diagnose_rules_unseen.py``):
    today's rules were written from every allowed case, so tuned against them a fallback
    would trust the rules far more than unseen logs warrant. Chosen there: the temperature
@@ -27,7 +27,7 @@ shuffles:
 Figures are out-of-fold: each case is predicted by a model that never saw its repository;
 the combination's figure is nested (chosen on the other folds' repositories). All are fit
 figures: rule writers read every case. The last line is ``cv_combined=<float>
-cv_rules=<float> n=<int>`` (nested, on the 235 cases the rules had not read, mean over
+cv_rules=<float> n=<int>`` (nested, on the 609 cases the rules had not read, mean over
 shuffles).
 """
 
@@ -57,7 +57,8 @@ from bringup.diagnose.learned import MIN_WORDS, MODEL_PATH, SCHEMA_VERSION
 from bringup.diagnose.learned_features import FEATURES_VERSION, FeatureSettings, features
 
 DATA = Path(__file__).resolve().parent / "data" / "diagnose"
-ALLOWED = ("fit", "heldout", "heldout2", "heldout3")  # the only files this script opens
+# the only files this script opens
+ALLOWED = ("fit", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
 BANDS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.85), (0.85, 1.01))
 TAIL = 0.5  # the rules' guessing band, where figures are also given separately
 
@@ -372,7 +373,7 @@ def nested_combine(
                 results[i] = g
         out.append(
             report(
-                f"nested grouped CV, seed {seed}: heldout2+heldout3 with the rules that had not "
+                f"nested grouped CV, seed {seed}: heldout2-6 with the rules that had not "
                 "read them (fit data: a fit figure)",
                 unseen,
                 results,
@@ -469,7 +470,7 @@ def main(argv: list[str]) -> int:
     ]
     mean = {k: float(np.mean([f[k] for f in figs])) for k in figs[0]}
     print(
-        f"\nnested mean on heldout2+heldout3 (rules unseen): overall rules={mean['rules']:.4f} "
+        f"\nnested mean on heldout2-6 (rules unseen): overall rules={mean['rules']:.4f} "
         f"combined={mean['combined']:.4f}; rules <{TAIL}: rules={mean['tail_rules']:.4f} "
         f"combined={mean['tail_combined']:.4f} (n={mean['tail_n']:.0f})"
     )
