@@ -61,7 +61,25 @@ RULES: tuple[Rule, ...] = (
         r"(?:GPUs?|Hopper|Ampere|Ada|Blackwell|Volta|Turing|sm_?\d{2,3}|SM ?\d{2,3})\b|"
         r"\b(?:GPUs?|devices?) with compute capability (?:>=?|of at least|at least|above)|"
         r"\b(?:does not|doesn't|do not|don't|cannot|can't) (?:support|run on) (?:this|the "
-        r"current|your|the installed) (?:GPU|device|architecture|hardware|platform)\b)",
+        r"current|your|the installed) (?:GPU|device|architecture|hardware|platform)\b|"
+        # the hardware a feature needs, named by what it must support
+        r"\brequires? (?:\w+ )?(?:hardware|GPUs?|devices?) (?:with|supporting|that supports?)"
+        r" (?:native )?\w+ support\b|"
+        # a generation named as too old ("cannot be enabled on pre-Hopper")
+        r"\b(?:cannot|can't|not supported|unsupported|not available)\b[^.;\n]{0,40}?\bon "
+        r"pre-?(?:Hopper|Ampere|Ada|Blackwell|Volta|Turing|SM ?\d{2,3}|sm_?\d{2,3})\b|"
+        # the refusal before the noun ("is not supported with device type=cpu")
+        r"\bnot supported (?:with|on|for) (?:the |this |your )?(?:device(?: type)?|"
+        r"platform|hardware|GPU|NPU|XPU|HPU)\b(?! memory)|"
+        # a capability floor stated with the capability found
+        r"\bmin(?:imum)?(?:imal)? (?:compute )?capability:? \d+\W{1,6}(?:\W*\w+){0,3}?\W*"
+        r"current capability:? \d+|"
+        # a CPU without the vector instructions the build needs
+        r"\bCPU does not (?:have|support) (?:the )?(?:minimum |required )?(?:vector|"
+        r"instruction|AVX\w*|SSE\w*|FMA|F16C)\b|"
+        # no kernel compiled for what the run asks on this GPU
+        r"\bno (?:available|suitable|matching|compatible) (?:\w+ ){0,2}kernels? "
+        r"(?:is |are |was |were )?(?:found|available)\b)",
         C.UNSUPPORTED_HARDWARE,
         3,
         "the code has no kernel for this GPU: choose a backend, dtype or quantization "
@@ -106,7 +124,9 @@ RULES: tuple[Rule, ...] = (
         r"\bexceed(?:s|ed)? (?:the )?(?:\w+'s |engine |model |configured |allowed )?"
         r"max(?:imum)?[ _](?:batch|seq|sequence|input|output|new|num|number|length|len|"
         r"tokens?|context|beam|draft|position|prompt)\w*"
-        r"(?![^.;]{0,40}?\b(?:memory|KV|cache|blocks)\b)",
+        r"(?![^.;]{0,40}?\b(?:memory|KV|cache|blocks)\b)|"
+        r"\b(?:prompt|input|request)\b[^.;\n]{0,40}?\bis too long and exceeds (?:the )?"
+        r"(?:\w+ )?limit\b",
         C.INVALID_CONFIG,
         2.6,
         "a request or setting asks for more than the configured maximum (sequence length, "
@@ -145,10 +165,47 @@ RULES: tuple[Rule, ...] = (
         "or checksum with the source",
         name="model-file-damaged",
     ),
+    # a pull or download whose stream ended early: the registry's reply was cut short
+    rule(
+        r"\bError: (?:EOF|unexpected EOF|unexpected end of JSON input)\b",
+        C.MODEL_LOAD_FAILURE,
+        3.5,
+        "the model download was cut short: pull it again (remove the partial manifest or "
+        "blobs first) and check the network or proxy between this host and the registry",
+        name="pull-cut-short",
+        also=r"\bpull(?:ing)?\b",
+    ),
+    # --- an executable the engine starts is not there -------------------------------
+    rule(
+        r"\bfork/exec [^:\n]+: no such file or directory\b|"
+        r"\b(?:binary|executable) (?:was |is )?not found\b|"
+        r"\bunable to locate (?:the )?(?:\w+ ){0,2}runners?\b",
+        C.MISSING_DEPENDENCY,
+        3,
+        "a program the engine starts (its runner or server binary) is missing from this "
+        "install: reinstall the engine build for this platform, or point it at the runners",
+        name="executable-missing",
+    ),
+    # --- a request the server refused as malformed or out of bounds -----------------
+    rule(
+        r"\bBadRequestError\b|\b400 Bad Request\b|\bError 400\b|"
+        r"\bFailed to deserialize the JSON body\b",
+        C.INVALID_CONFIG,
+        2.2,
+        "the server refused the request as invalid (HTTP 400): fix the request's fields "
+        "or lengths, or launch the server with the mode the request needs",
+        name="request-refused-400",
+    ),
     # --- a port someone else holds, in other words than "address already in use" ----
     rule(
         r"\bport:? \d+ (?:is )?(?:already )?(?:occupied|taken|in use|used by another)\b|"
-        r"\b(?:address|port) (?:is )?already (?:occupied|taken)\b",
+        r"\b(?:address|port) (?:is )?already (?:occupied|taken)\b|"
+        # a named socket or a named port setting ("Socket '0.0.0.0:5001' already in use",
+        # "metrics_port at 1234 is not available ... used by a process already")
+        r"\bsocket '?[\w.:\[\]-]*:\d+'? (?:is )?already in use\b|"
+        r"\b\w*_?port\b[^.;\n]{0,30}?\bis not available\b|"
+        r"\b(?:port|address)\b[^.;\n]{0,40}?\bused by (?:a|another) process\b|"
+        r"\bis used by (?:a|another) process already\b",
         C.PORT_IN_USE,
         4.5,
         "another process holds the port: stop it or let bringup pick a free port",
@@ -207,7 +264,10 @@ RULES: tuple[Rule, ...] = (
         r"rendezvous)\b.{0,80}?\b(?:fail\w*|refused|timed? ?out)\b|"
         r"\b(?:fail\w*|unable|could not|cannot) (?:to )?connect (?:to|with) (?:the )?"
         r"(?:master|head|rank|peer|rendezvous|coordinator|leader)\b|"
-        r"\bcudaIpc\w+ failed|\bcustom[ _]?all-?reduce\b.{0,80}?\b(?:fail\w*|error)\b",
+        r"\bcudaIpc\w+ failed|"
+        # NVSHMEM's and InfiniBand verbs' set-up between ranks (expert-parallel fabrics)
+        r"\b(?:nvshmem\w*|ibv_\w+|connect EPS|ep_connect|transport create connect)\b[^\n]{0,60}?"
+        r"\bfail(?:ed|ure)\b|\bcustom[ _]?all-?reduce\b.{0,80}?\b(?:fail\w*|error)\b",
         C.DISTRIBUTED_FAILURE,
         4,
         "the ranks could not reach each other: check the network interface "
