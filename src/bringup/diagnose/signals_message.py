@@ -74,9 +74,6 @@ RULES: tuple[Rule, ...] = (
         # a capability floor stated with the capability found
         r"\bmin(?:imum)?(?:imal)? (?:compute )?capability:? \d+\W{1,6}(?:\W*\w+){0,3}?\W*"
         r"current capability:? \d+|"
-        # a CPU without the vector instructions the build needs
-        r"\bCPU does not (?:have|support) (?:the )?(?:minimum |required )?(?:vector|"
-        r"instruction|AVX\w*|SSE\w*|FMA|F16C)\b|"
         # no kernel compiled for what the run asks on this GPU
         r"\bno (?:available|suitable|matching|compatible) (?:\w+ ){0,2}kernels? "
         r"(?:is |are |was |were )?(?:found|available)\b)",
@@ -85,6 +82,17 @@ RULES: tuple[Rule, ...] = (
         "the code has no kernel for this GPU: choose a backend, dtype or quantization "
         "this GPU supports, or a build for its architecture",
         name="message-gpu-refused",
+    ),
+    # a CPU without the vector instructions the build needs (read even where the engine
+    # then says it disables the GPU: that is the consequence)
+    rule(
+        r"\bCPU does not (?:have|support) (?:the )?(?:minimum |required )?(?:vector|"
+        r"instruction|AVX\w*|SSE\w*|FMA|F16C)\b",
+        C.UNSUPPORTED_HARDWARE,
+        3,
+        "the CPU lacks the vector instructions (AVX, AVX2) this build needs: use a build "
+        "for this CPU or another host",
+        name="cpu-lacks-vector-extensions",
     ),
     # --- what CUDA graphs cannot capture --------------------------------------------
     rule(
@@ -174,6 +182,37 @@ RULES: tuple[Rule, ...] = (
         "blobs first) and check the network or proxy between this host and the registry",
         name="pull-cut-short",
         also=r"\bpull(?:ing)?\b",
+    ),
+    # --- the model's tensors and the code's parameters do not match -----------------
+    rule(
+        r"\bno (?:module or parameter|parameter or module|parameter|module) named '[\w.]+' "
+        r"in \w+|\btensor names are different from those expected\b|"
+        r"\b(?:provided|expected) but not (?:expected|provided) tensors\b",
+        C.MODEL_INCOMPATIBLE,
+        3.5,
+        "the checkpoint's tensors do not match what this code builds for the model (another "
+        "quantization or export format): convert the checkpoint with this version's tools, "
+        "or use a checkpoint made for this engine",
+        name="checkpoint-tensors-mismatch",
+    ),
+    # --- a model file named and not there -------------------------------------------
+    rule(
+        r"[\w.-]+\.(?:gguf|safetensors|bin|pth?|engine|plan)'?:? no such file or directory\b",
+        C.MODEL_LOAD_FAILURE,
+        3,
+        "the model file the engine opens is not at that path: check the model path or URI "
+        "and that the download finished",
+        name="model-file-missing",
+    ),
+    # --- a runner's connection dropped mid-request: the process serving it died ----
+    rule(
+        r"\bPost \\?\"?https?://(?:127\.0\.0\.1|localhost)[^\s\"\\]*\\?\"?: EOF\b|"
+        r"\bServer error: transport error\b|\berror reading from server: EOF\b",
+        C.RUNTIME_CRASH,
+        2.6,
+        "the engine's runner process dropped the connection mid-request, i.e. it crashed: "
+        "its own log (or the server log around that time) names why",
+        name="runner-connection-dropped",
     ),
     # --- an executable the engine starts is not there -------------------------------
     rule(

@@ -254,8 +254,10 @@ RULES: tuple[Rule, ...] = (
         r"kIOGPUCommandBufferCallbackErrorOutOfMemory|Insufficient memory for (?:the )?KV cache|"
         # the weights leave the cache nothing; a device allocator (HPU, NPU) refusing
         r"\bleaves? no (?:GPU |device )?memory for the KV cache\b|# GPU blocks: 0\b|"
-        r"\b(?:DEVMEM|device memory|HPU memory|NPU memory)\b[^\n]{0,20}?\ballocation "
-        r"failed\b",
+        r"(?:\b|_)(?:DEVMEM|device memory|HPU memory|NPU memory)\b[^\n]{0,20}?\ballocation "
+        r"failed\b|"
+        # Metal: more allocated than the GPU's working set holds
+        r"\bcurrent allocated size is greater than the recommended max working set size\b",
         C.OOM_GPU,
         5,
         name="allocator-out-of-device-memory",
