@@ -197,7 +197,8 @@ RULES: tuple[Rule, ...] = (
     ),
     # --- a model file named and not there -------------------------------------------
     rule(
-        r"[\w.-]+\.(?:gguf|safetensors|bin|pth?|engine|plan)'?:? no such file or directory\b",
+        r"(?<![\w.-])[\w.-]+\.(?:gguf|safetensors|bin|pth?|engine|plan)'?:? "
+        r"no such file or directory\b",
         C.MODEL_LOAD_FAILURE,
         3,
         "the model file the engine opens is not at that path: check the model path or URI "
@@ -227,7 +228,8 @@ RULES: tuple[Rule, ...] = (
     ),
     # --- a request the server refused as malformed or out of bounds -----------------
     rule(
-        r"\bBadRequestError\b|\b400 Bad Request\b|\bError 400\b|"
+        # (an access log's "POST /x HTTP/1.1" 400 line is a client's mistake, not a failure)
+        r"\"type\": ?\"BadRequestError\"|\bBadRequestError: |\bError 400\b|"
         r"\bFailed to deserialize the JSON body\b",
         C.INVALID_CONFIG,
         2.2,

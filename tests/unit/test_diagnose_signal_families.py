@@ -1,0 +1,208 @@
+"""Signal families of the rule round of 2026-12-06: each is a class of wording (a GPU refused
+by its capability floor or generation, a port named by its socket or setting, a fabric set-up
+between ranks, a build tool's last words, a pull cut short, a runner's connection dropped,
+checkpoint tensors against the model's parameters), read whichever engine wrote it. The log
+lines here are written for the tests, not copied from any corpus."""
+
+from __future__ import annotations
+
+import pytest
+
+from bringup.diagnose import classify
+from bringup.diagnose.diagnosis import GUESS_BELOW
+from bringup.verdict import Category
+
+
+@pytest.mark.parametrize(
+    ("log", "category", "rule"),
+    [
+        # the GPU refused, in wordings other than "<noun> is not supported"
+        (
+            "[E] Builder failed: kernels with INT4 precision require hardware with INT4 support.",
+            Category.UNSUPPORTED_HARDWARE,
+            "message-gpu-refused",
+        ),
+        (
+            "[ERROR] Assertion failed: paged FP8 attention cannot be enabled on pre-Ada GPUs.",
+            Category.UNSUPPORTED_HARDWARE,
+            "message-gpu-refused",
+        ),
+        (
+            "RuntimeError: ('Kernel is not available for ', 'this GPU. Min capability: 80. ', "
+            "'Current capability: 75.')",
+            Category.UNSUPPORTED_HARDWARE,
+            "message-gpu-refused",
+        ),
+        (
+            "what():  [ERROR] Assertion failed: No suitable decode kernels are found for "
+            "this head size.",
+            Category.UNSUPPORTED_HARDWARE,
+            "message-gpu-refused",
+        ),
+        # a port named by its socket or by the setting that holds it
+        (
+            "E1010 main.cc:12] failed to start HTTP service: Socket '0.0.0.0:9001' already in use",
+            Category.PORT_IN_USE,
+            "port-occupied",
+        ),
+        (
+            "ValueError: stats_port at 4123 is not available after 10 seconds.",
+            Category.PORT_IN_USE,
+            "port-occupied",
+        ),
+        # a fabric between ranks that would not set up
+        (
+            "/src/transport/ibrc.cpp:77: non-zero status: 7 nvshmem transport setup failed",
+            Category.DISTRIBUTED_FAILURE,
+            "ranks-cannot-connect",
+        ),
+        (
+            "ibrc.cpp:12: non-zero status: 22 ibv_create_qp failed",
+            Category.DISTRIBUTED_FAILURE,
+            "ranks-cannot-connect",
+        ),
+        # a pull whose stream ended early
+        (
+            "$ ollama pull tinymodel\npulling manifest\nError: unexpected end of JSON input",
+            Category.MODEL_LOAD_FAILURE,
+            "pull-cut-short",
+        ),
+        # a program the engine starts is not there
+        (
+            "error starting runner: fork/exec /opt/app/bin/runner: no such file or directory",
+            Category.MISSING_DEPENDENCY,
+            "executable-missing",
+        ),
+        (
+            "startup failed: engine server binary not found",
+            Category.MISSING_DEPENDENCY,
+            "executable-missing",
+        ),
+        # a request refused as malformed
+        (
+            '{"type": "BadRequestError", "message": "field `stop` must be a list"}',
+            Category.INVALID_CONFIG,
+            "request-refused-400",
+        ),
+        # the checkpoint's tensors against the model's parameters
+        (
+            "ValueError: There is no module or parameter named 'head.out_scale' in FooForLM.",
+            Category.MODEL_INCOMPATIBLE,
+            "checkpoint-tensors-mismatch",
+        ),
+        (
+            "RuntimeError: Provided tensor names are different from those expected by the engine.",
+            Category.MODEL_INCOMPATIBLE,
+            "checkpoint-tensors-mismatch",
+        ),
+        # a model file named and not there
+        (
+            "could not load model: stat /srv/models/tiny-q4.gguf: no such file or directory",
+            Category.MODEL_LOAD_FAILURE,
+            "model-file-missing",
+        ),
+        # the runner the server talks to dropped the connection mid-request
+        (
+            'Error: do completion request: Post "http://127.0.0.1:41234/completion": EOF',
+            Category.RUNTIME_CRASH,
+            "runner-connection-dropped",
+        ),
+        (
+            "ERROR decode: text_generation_client: lib.rs:40: Server error: transport error",
+            Category.RUNTIME_CRASH,
+            "runner-connection-dropped",
+        ),
+    ],
+)
+def test_a_family_member_decides(log: str, category: Category, rule: str) -> None:
+    d = classify(log, learned=False)
+    assert d.category is category
+    assert d.rule == f"ladder:{rule}"
+    assert d.remedy
+    assert d.confidence >= 0.5
+
+
+@pytest.mark.parametrize(
+    ("log", "category", "rule"),
+    [
+        (
+            'level=WARN msg="CPU does not have minimum vector extensions, GPU use disabled"',
+            Category.UNSUPPORTED_HARDWARE,
+            "ladder:cpu-lacks-vector-extensions",
+        ),
+        (
+            "ninja: build stopped: subcommand failed.",
+            Category.MISSING_DEPENDENCY,
+            "ladder:toolchain-failed",
+        ),
+        (
+            '3 errors detected in the compilation of "/tmp/jit/gemm_kernel.cu".',
+            Category.MISSING_DEPENDENCY,
+            "ladder:toolchain-failed",
+        ),
+        (
+            "program_source:1:10: fatal error: 'kernels-common.h' file not found",
+            Category.MISSING_DEPENDENCY,
+            "ladder:toolchain-failed",
+        ),
+        (
+            "-11 (PI_ERROR_BUILD_PROGRAM_FAILURE) Exception caught at file: backend.cpp",
+            Category.MISSING_DEPENDENCY,
+            "ladder:toolchain-failed",
+        ),
+        (
+            "ValueError: Loaded weights leave no GPU memory for the KV cache at this fraction.",
+            Category.OOM_GPU,
+            "ladder:allocator-out-of-device-memory",
+        ),
+        (
+            "INFO llm_engine.py:1] # GPU blocks: 0, # CPU blocks: 512",
+            Category.OOM_GPU,
+            "ladder:allocator-out-of-device-memory",
+        ),
+        (
+            "FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::2048 (2)MB",
+            Category.OOM_GPU,
+            "ladder:allocator-out-of-device-memory",
+        ),
+        (
+            "WARNING scheduler.py:9] Input prompt (9000 tokens) is too long and exceeds limit "
+            "of 4096",
+            Category.INVALID_CONFIG,
+            "ladder:more-than-the-configured-maximum",
+        ),
+    ],
+)
+def test_a_widened_family_reads_the_new_wording(log: str, category: Category, rule: str) -> None:
+    d = classify(log, learned=False)
+    assert (d.category, d.rule) == (category, rule)
+
+
+def test_a_pull_error_needs_a_pull() -> None:
+    """``Error: EOF`` alone says a stream ended; only beside a pull is it a download."""
+    d = classify("Error: EOF", learned=False)
+    assert d.category is not Category.MODEL_LOAD_FAILURE or d.confidence < GUESS_BELOW
+
+
+def test_a_named_cause_outweighs_a_dropped_runner_connection() -> None:
+    log = (
+        "CUDA error: out of memory\n"
+        'Error: do completion request: Post "http://127.0.0.1:40001/completion": EOF'
+    )
+    assert classify(log, learned=False).category is Category.OOM_GPU
+
+
+def test_a_port_setting_that_is_merely_mentioned_is_not_held() -> None:
+    d = classify("INFO metrics_port set to 9100; serving metrics", learned=False)
+    assert d.category is not Category.PORT_IN_USE
+
+
+def test_a_long_token_does_not_slow_the_model_file_rule() -> None:
+    """The model-file pattern starts only at the beginning of a token: a long run of word
+    characters is scanned once, not once per position."""
+    import time
+
+    log = "x" * 200_000 + " missing"
+    start = time.perf_counter()
+    classify(log, learned=False)
+    assert time.perf_counter() - start < 2.0
