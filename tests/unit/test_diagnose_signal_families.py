@@ -61,6 +61,25 @@ from bringup.verdict import Category
             Category.DISTRIBUTED_FAILURE,
             "ranks-cannot-connect",
         ),
+        # a world size against the one the run has
+        (
+            "AssertionError: Engine world size (4 * 1) != Runtime world size (2)",
+            Category.INVALID_CONFIG,
+            "world-size-mismatch",
+        ),
+        (
+            "[ERROR] Assertion failed: MPI worldSize is expected to be equal to tp*pp here",
+            Category.INVALID_CONFIG,
+            "world-size-mismatch",
+        ),
+        # an assertion's own source line checks a key of the model's config
+        (
+            '  File "/app/engine/config.py", line 40, in verify_len\n'
+            '    assert "low_freq" in rope_scaling\n'
+            "AssertionError",
+            Category.MODEL_INCOMPATIBLE,
+            "assert-on-model-config-key",
+        ),
         # a pull whose stream ended early
         (
             "$ ollama pull tinymodel\npulling manifest\nError: unexpected end of JSON input",

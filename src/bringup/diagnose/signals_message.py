@@ -127,6 +127,30 @@ RULES: tuple[Rule, ...] = (
         name="assert-on-parallel-size",
         flags=("--tensor-parallel-size", "--tp", "--tp-size", "--pipeline-parallel-size"),
     ),
+    # a world size stated against the one the run has (an engine built for 2 ranks run on 1,
+    # an MPI size against tp*pp): a setting of this launch
+    rule(
+        r"\bworld ?size\b[^\n]{0,60}?(?:!=|\bdoes(?: not|n't) match\b|\bmismatch|"
+        r"\bis expected to (?:be )?equal\b|\bmust (?:be )?equal\b)",
+        C.INVALID_CONFIG,
+        2.8,
+        "the number of ranks started differs from the one the engine or configuration "
+        "expects: launch as many ranks as tp*pp (mpirun -n, --world-size), or rebuild for "
+        "this size",
+        name="world-size-mismatch",
+        flags=("--tensor-parallel-size", "--tp", "--tp-size", "--pipeline-parallel-size"),
+    ),
+    # the source line of a failed assertion checks a key in the model's config: the config
+    # was written for another version of the code
+    rule(
+        r"^assert\b.*\bin (?:self\.)?(?:\w+\.)?(?:\w*_config|config|rope_scaling|"
+        r"rope_parameters|quantization_config)\b",
+        C.MODEL_INCOMPATIBLE,
+        4,
+        "the code checks the model's config for a field it does not have (or has in "
+        "another form): use an engine version that reads this model's config",
+        name="assert-on-model-config-key",
+    ),
     # a requested size beyond a configured maximum (not memory: OOM rules read that)
     rule(
         r"\bexceed(?:s|ed)? (?:the )?(?:\w+'s |engine |model |configured |allowed )?"
