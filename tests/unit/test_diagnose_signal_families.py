@@ -225,3 +225,25 @@ def test_a_long_token_does_not_slow_the_model_file_rule() -> None:
     start = time.perf_counter()
     classify(log, learned=False)
     assert time.perf_counter() - start < 2.0
+
+
+@pytest.mark.parametrize(
+    ("log", "category"),
+    [
+        (
+            "After converting it to 3-bit, the output of the small model is always nonsense.",
+            Category.GARBAGE_OUTPUT,
+        ),
+        ("On the second card the generation is clearly not correct.", Category.GARBAGE_OUTPUT),
+        (
+            "The download suddenly stops and won't resume; nothing else is printed.",
+            Category.STARTUP_TIMEOUT_OR_HANG,
+        ),
+        ("-> [Fallo] La carga del modelo tardó demasiado.", Category.STARTUP_TIMEOUT_OR_HANG),
+        ("When I build the engine the process always gets killed.", Category.OOM_HOST),
+    ],
+)
+def test_a_reporters_wider_words_are_still_a_guess(log: str, category: Category) -> None:
+    d = classify(log, learned=False)
+    assert d.category is category
+    assert d.confidence < GUESS_BELOW
