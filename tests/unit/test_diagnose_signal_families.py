@@ -247,3 +247,16 @@ def test_a_reporters_wider_words_are_still_a_guess(log: str, category: Category)
     d = classify(log, learned=False)
     assert d.category is category
     assert d.confidence < GUESS_BELOW
+
+
+def test_errno_99_on_a_connect_is_the_peer_not_the_bind() -> None:
+    connect = (
+        "[W socket.cpp:10] [c10d] The client socket has failed to connect to "
+        "[node-a]:29500 (errno: 99 - Cannot assign requested address)."
+    )
+    assert classify(connect, learned=False).category is Category.DISTRIBUTED_FAILURE
+    bind = (
+        "OSError: [Errno 99] error while attempting to bind on address: cannot assign "
+        "requested address"
+    )
+    assert classify(bind, learned=False).category is Category.INVALID_CONFIG
