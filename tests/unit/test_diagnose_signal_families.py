@@ -80,6 +80,25 @@ from bringup.verdict import Category
             Category.MODEL_INCOMPATIBLE,
             "assert-on-model-config-key",
         ),
+        # a model file whose tensors point past its end
+        (
+            "the tensor `layers.2.w1` data is not within the file bounds, maybe a short copy",
+            Category.MODEL_LOAD_FAILURE,
+            "model-file-damaged",
+        ),
+        # a cluster asked for more GPUs than it holds
+        (
+            "ValueError: The requested GPU count exceeds the total number of available GPUs "
+            "in the cluster.",
+            Category.DISTRIBUTED_FAILURE,
+            "cluster-cannot-place-workers",
+        ),
+        # a kernel's bounds check at run time
+        (
+            "Out of bound tensor access detected at dim[0]: assert(10 < 8)",
+            Category.RUNTIME_CRASH,
+            "out-of-bounds-access",
+        ),
         # a pull whose stream ended early
         (
             "$ ollama pull tinymodel\npulling manifest\nError: unexpected end of JSON input",

@@ -189,6 +189,7 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"\bfailed to read (?:the )?(?:tensor data|tensor info|header|magic|file)\b|"
         r"\bunexpected end of (?:file|stream)\b|\bdigest mismatch\b|"
+        r"\bdata is not within the file bounds\b|"
         r"\b(?:file|model|checkpoint|download) (?:is |was |appears (?:to be )?|seems "
         r"(?:to be )?)?(?:truncated|corrupt(?:ed)?|incomplete)\b",
         C.MODEL_LOAD_FAILURE,
@@ -347,6 +348,7 @@ RULES: tuple[Rule, ...] = (
         r"\bplacement group\b.{0,100}?\b(?:timed? ?out|cannot|infeasible|not (?:be )?"
         r"(?:created|ready|scheduled))|\bFailed to connect to GCS\b|"
         r"\bGCS (?:server|client)\b.{0,80}?\b(?:fail\w*|timed? ?out|unavailable)\b|"
+        r"\bexceeds the (?:total )?number of available GPUs\b|"
         r"\b(?:cannot|can't|could not) (?:be )?(?:schedul\w*|fulfill\w*|satisf\w*)"
         r".{0,60}?\bresources?\b",
         C.DISTRIBUTED_FAILURE,
@@ -383,6 +385,15 @@ RULES: tuple[Rule, ...] = (
         "are complete",
         name="file-not-found-error",
         case=True,
+    ),
+    # --- a kernel's own bounds check at run time -------------------------------------
+    rule(
+        r"\bout[- ]of[- ]bounds? (?:tensor |memory |index )?access\b",
+        C.RUNTIME_CRASH,
+        3,
+        "a kernel read or wrote outside a tensor: a bug in the engine or kernel for this "
+        "input; report it with the request, or try another attention/MoE backend",
+        name="out-of-bounds-access",
     ),
     # --- a C++ runtime's abort ------------------------------------------------------
     rule(
