@@ -279,3 +279,16 @@ def test_errno_99_on_a_connect_is_the_peer_not_the_bind() -> None:
         "requested address"
     )
     assert classify(bind, learned=False).category is Category.INVALID_CONFIG
+
+
+def test_a_traceback_cut_inside_the_memory_profile_run_is_a_guessed_gpu_oom() -> None:
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/engine/worker.py", line 80, in determine_available_memory\n'
+        "    self.runner.profile_run()\n"
+        '  File "/srv/engine/runner.py", line 120, in profile_run\n'
+        "    hidden = self.model(ids)\n"
+    )
+    d = classify(log, learned=False)
+    assert d.category is Category.OOM_GPU
+    assert d.confidence < GUESS_BELOW

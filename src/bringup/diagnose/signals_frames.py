@@ -13,7 +13,9 @@ their concerns in named places, whatever the engine on top:
   request;
 - LoRA and structured-output code: the feature the launch or request switched on;
 - the lookup of the model's class by its architecture name: the model is not one the engine
-  knows.
+  knows;
+- the memory profile run and CUDA-graph capture (``profile_run``,
+  ``determine_available_memory``, ``_capture_cuda_graphs``): the GPU's memory, most often.
 
 A frame says where, not why, so every rule here is below the classifier's ``_CAUSE`` (2):
 it decides only as a guess (confidence under 0.5), and only over the catch-alls ("a
@@ -75,6 +77,16 @@ FRAME_RULES: tuple[FrameRule, ...] = (
         _GUESS,
         "the feature switched on for this launch or request (a LoRA adapter, structured "
         "output) failed: check its settings, or try without it",
+    ),
+    frame_rule(
+        _ANY,
+        r":(?:determine_available_memory|determine_num_available_blocks|profile_run|"
+        r"_dummy_run|_dummy_sampler_run|_run_cuda_graph_warmup|_?capture_\w*(?:cuda_)?graphs?)$",
+        C.OOM_GPU,
+        _GUESS,
+        "the engine was measuring or filling GPU memory (a profile run, CUDA-graph capture) "
+        "when it failed, where most failures are out of memory: lower the memory share, "
+        "the batch or context, or the captured batch sizes",
     ),
     frame_rule(
         _ANY,
