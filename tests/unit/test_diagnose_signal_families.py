@@ -292,3 +292,15 @@ def test_a_traceback_cut_inside_the_memory_profile_run_is_a_guessed_gpu_oom() ->
     d = classify(log, learned=False)
     assert d.category is Category.OOM_GPU
     assert d.confidence < GUESS_BELOW
+
+
+def test_a_traceback_cut_inside_a_jit_build_is_a_guessed_toolchain() -> None:
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/venv/lib/python3.12/site-packages/torch/utils/cpp_extension.py", line 9, '
+        "in _run_ninja_build\n"
+        "    subprocess.run(cmd)\n"
+    )
+    d = classify(log, learned=False)
+    assert d.category is Category.MISSING_DEPENDENCY
+    assert d.confidence < GUESS_BELOW

@@ -7,6 +7,7 @@ their concerns in named places, whatever the engine on top:
 - a version check (``assert_pkg_version``, ``require_version``, ``check_*version``) raising:
   an installed package of another version than the engine needs;
 - the hub client or an HTTP library: the model could not be fetched;
+- a just-in-time kernel build (``cpp_extension``, ``_run_ninja_build``): the toolchain;
 - the code that connects ranks (PyNccl, custom all-reduce, device communicators, the
   parallel-state set-up): the distributed set-up;
 - the chat-template renderer (``apply_chat_template``, Jinja): the template refused the
@@ -41,6 +42,15 @@ FRAME_RULES: tuple[FrameRule, ...] = (
         2.5,
         "a version check refused an installed package: install the version the engine "
         "release pins (the check's message names the package)",
+    ),
+    frame_rule(
+        _ANY,
+        r"[/\\]cpp_extension\.py|:(?:_run_ninja_build|_jit_compile|_write_ninja_file_and_"
+        r"\w*|build_and_load\w*)$|[/\\]jit[/\\]\w*(?:cpp_ext|core|env)\w*\.py",
+        C.MISSING_DEPENDENCY,
+        _GUESS,
+        "a kernel was being compiled just in time when it failed: install the CUDA toolkit "
+        "(nvcc) and headers the JIT build needs, or a prebuilt wheel of the kernel library",
     ),
     frame_rule(
         _ANY,
