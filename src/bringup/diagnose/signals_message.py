@@ -63,8 +63,7 @@ RULES: tuple[Rule, ...] = (
         r"\b(?:does not|doesn't|do not|don't|cannot|can't) (?:support|run on) (?:this|the "
         r"current|your|the installed) (?:GPU|device|architecture|hardware|platform)\b|"
         # the hardware a feature needs, named by what it must support
-        r"\brequires? (?:\w+ )?(?:hardware|GPUs?|devices?) (?:with|supporting|that supports?)"
-        r" (?:native )?\w+ support\b|"
+        r"\brequires? (?:\w+ )?(?:hardware|GPUs?|devices?) with (?:native )?\w+ support\b|"
         # a generation named as too old ("cannot be enabled on pre-Hopper")
         r"\b(?:cannot|can't|not supported|unsupported|not available)\b[^.;\n]{0,40}?\bon "
         r"pre-?(?:Hopper|Ampere|Ada|Blackwell|Volta|Turing|SM ?\d{2,3}|sm_?\d{2,3})\b|"
@@ -254,7 +253,7 @@ RULES: tuple[Rule, ...] = (
     # --- a request the server refused as malformed or out of bounds -----------------
     rule(
         # (an access log's "POST /x HTTP/1.1" 400 line is a client's mistake, not a failure)
-        r"\"type\": ?\"BadRequestError\"|\bBadRequestError: |\bError 400\b|"
+        r"\bBadRequestError\b|\bError 400\b|"
         r"\bFailed to deserialize the JSON body\b",
         C.INVALID_CONFIG,
         2.2,
@@ -332,7 +331,8 @@ RULES: tuple[Rule, ...] = (
         r"(?:master|head|rank|peer|rendezvous|coordinator|leader)\b|"
         r"\bcudaIpc\w+ failed|"
         # NVSHMEM's and InfiniBand verbs' set-up between ranks (expert-parallel fabrics)
-        r"\b(?:nvshmem\w*|ibv_\w+|connect EPS|ep_connect|transport create connect)\b[^\n]{0,60}?"
+        r"\b(?:nvshmem\w*|ibv_(?:create|modify|reg|post)\w*|connect EPS|"
+        r"ep_connect|transport create connect)\b[^\n]{0,60}?"
         r"\bfail(?:ed|ure)\b|\bcustom[ _]?all-?reduce\b.{0,80}?\b(?:fail\w*|error)\b",
         C.DISTRIBUTED_FAILURE,
         4,

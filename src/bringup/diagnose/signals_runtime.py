@@ -306,7 +306,7 @@ RULES: tuple[Rule, ...] = (
         r"\bninja: build stopped: subcommand failed\b|"
         r"\b\d+ errors? detected in the compilation of\b|"
         r"\bfatal error: '?[\w./-]+\.(?:h|hpp|cuh)'?:? (?:file not found|No such file)|"
-        r"\b(?:PI|CL)_(?:ERROR_)?BUILD_PROGRAM_FAILURE\b",
+        r"_BUILD_PROGRAM_FAILURE\b",
         C.MISSING_DEPENDENCY,
         3.5,
         "a kernel compile failed: install the C/CUDA toolchain and headers the JIT "
