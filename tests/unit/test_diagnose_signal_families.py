@@ -39,6 +39,11 @@ from bringup.verdict import Category
             Category.UNSUPPORTED_HARDWARE,
             "message-gpu-refused",
         ),
+        (
+            "NotImplementedError: paged attention is not supported with device type=xpu.",
+            Category.UNSUPPORTED_HARDWARE,
+            "message-gpu-refused",
+        ),
         # a port named by its socket or by the setting that holds it
         (
             "E1010 main.cc:12] failed to start HTTP service: Socket '0.0.0.0:9001' already in use",
@@ -304,3 +309,8 @@ def test_a_traceback_cut_inside_a_jit_build_is_a_guessed_toolchain() -> None:
     d = classify(log, learned=False)
     assert d.category is Category.MISSING_DEPENDENCY
     assert d.confidence < GUESS_BELOW
+
+
+def test_a_setting_refused_with_another_setting_stays_a_setting() -> None:
+    d = classify("ValueError: prefix caching is not supported with sliding window.", learned=False)
+    assert d.category is Category.INVALID_CONFIG

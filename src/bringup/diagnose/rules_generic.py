@@ -221,7 +221,9 @@ RULES = RuleSet(
         ),
         # --- configuration conflicts named in messages ------------------------------------
         rule(
-            r"(?:is|are) not supported (?:with|when|together with|in combination)|"
+            # (a setting against another setting; against a device type it is the hardware)
+            r"(?:is|are) not supported (?:with|when|together with|in combination)"
+            r"(?! (?:the )?(?:device|platform|hardware)\b)|"
             r"cannot be used (?:with|together)|mutually exclusive|is incompatible with|"
             r"must be divisible by|is not divisible by|should be divisible by|must divide\b|"
             r"(?:requires|needs|only works with|is only supported (?:with|when)) --[a-z][\w-]+|"
