@@ -44,6 +44,11 @@ from bringup.verdict import Category
             Category.UNSUPPORTED_HARDWARE,
             "message-gpu-refused",
         ),
+        (
+            "No kernel named _ZTS12fused_op_xyz was found -46 (PI_ERROR_INVALID_KERNEL_NAME)",
+            Category.UNSUPPORTED_HARDWARE,
+            "message-gpu-refused",
+        ),
         # a port named by its socket or by the setting that holds it
         (
             "E1010 main.cc:12] failed to start HTTP service: Socket '0.0.0.0:9001' already in use",
@@ -103,6 +108,11 @@ from bringup.verdict import Category
             "Out of bound tensor access detected at dim[0]: assert(10 < 8)",
             Category.RUNTIME_CRASH,
             "out-of-bounds-access",
+        ),
+        (
+            "ERROR rpc backend: failed to connect to 10.1.1.5:50052, retrying",
+            Category.DISTRIBUTED_FAILURE,
+            "ranks-cannot-connect",
         ),
         # a pull whose stream ended early
         (

@@ -74,6 +74,7 @@ RULES: tuple[Rule, ...] = (
         r"\bmin(?:imum)?(?:imal)? (?:compute )?capability:? \d+\W{1,6}(?:\W*\w+){0,3}?\W*"
         r"current capability:? \d+|"
         # no kernel compiled for what the run asks on this GPU
+        r"\bNo kernel named \w+|"
         r"\bno (?:available|suitable|matching|compatible) (?:\w+ ){0,2}kernels? "
         r"(?:is |are |was |were )?(?:found|available)\b)",
         C.UNSUPPORTED_HARDWARE,
@@ -330,6 +331,8 @@ RULES: tuple[Rule, ...] = (
         r"\b(?:fail\w*|unable|could not|cannot) (?:to )?connect (?:to|with) (?:the )?"
         r"(?:master|head|rank|peer|rendezvous|coordinator|leader)\b|"
         r"\bcudaIpc\w+ failed|"
+        # a remote backend (llama.cpp's RPC servers) that cannot be reached
+        r"(?:\b|_)rpc\b[^\n]{0,60}?\b(?:unable|failed) to connect\b|"
         # NVSHMEM's and InfiniBand verbs' set-up between ranks (expert-parallel fabrics)
         r"\b(?:nvshmem\w*|ibv_(?:create|modify|reg|post)\w*|connect EPS|"
         r"ep_connect|transport create connect)\b[^\n]{0,60}?"
