@@ -324,3 +324,15 @@ def test_a_traceback_cut_inside_a_jit_build_is_a_guessed_toolchain() -> None:
 def test_a_setting_refused_with_another_setting_stays_a_setting() -> None:
     d = classify("ValueError: prefix caching is not supported with sliding window.", learned=False)
     assert d.category is Category.INVALID_CONFIG
+
+
+def test_advice_to_install_beside_a_fallback_is_not_a_missing_dependency() -> None:
+    log = (
+        "WARNING sampler.py:9] FastSampler is not available. Falling back to the native "
+        "implementation. For the best performance, please install FastSampler."
+    )
+    assert classify(log, learned=False).category is not Category.MISSING_DEPENDENCY
+    assert (
+        classify("ERROR: the fastkern package is not installed", learned=False).category
+        is Category.MISSING_DEPENDENCY
+    )
