@@ -17,13 +17,14 @@ retired held-out sets: measured several times while rules changed, they are read
 writers since 2026-12-01 (commit ``0187dcd``), so their ids print and ``--verbose`` works;
 they stay separate files so their figures remain reportable, as fit figures. ``heldout3``,
 measured five times while rules changed, is retired the same way since 2026-12-03 (commit
-``cb027c2``); ``retired`` is all three. ``heldout4`` is the fourth held-out set, collected once
-``heldout3`` had been measured three times, ``heldout5`` the fifth, collected on 2026-12-03
-once ``heldout4`` had been measured, ``heldout6`` the sixth, collected later that day once
-``heldout5`` had been measured, and ``heldout7`` the seventh, collected that evening once
-``heldout6`` had been measured after a rule change: for all four the fit figure is printed on
-the line before, and case ids and log lines are never printed (``--verbose`` is refused):
-whoever writes rules reads the held-out figure, never its cases.
+``cb027c2``). ``heldout4`` is the fourth held-out set, collected once ``heldout3`` had been
+measured three times, ``heldout5`` the fifth, collected on 2026-12-03 once ``heldout4`` had
+been measured, ``heldout6`` the sixth, collected later that day once ``heldout5`` had been
+measured; all three were measured after rule changes and are retired since 2026-12-06, read by
+rule writers like the first three; ``retired`` is all six. ``heldout7``, the seventh, collected
+on 2026-12-03 once ``heldout6`` had been measured after a rule change, is held out: the fit
+figure is printed on the line before, and case ids and log lines are never printed
+(``--verbose`` is refused): whoever writes rules reads the held-out figure, never its cases.
 
 By default a case is diagnosed as ``bringup diagnose`` does: the rules, and the learned
 fallback where no rule is sure (:mod:`bringup.diagnose.learned`). ``--rules-only`` scores the
@@ -56,9 +57,10 @@ SPLITS = (
     "all",
     "legacy",
 )
-HIDDEN = ("heldout4", "heldout5", "heldout6", "heldout7")  # splits whose cases are never printed
-# once held out, read by rule writers: heldout and heldout2 since 0187dcd, heldout3 since cb027c2
-RETIRED = ("heldout", "heldout2", "heldout3")
+HIDDEN = ("heldout7",)  # splits whose cases are never printed
+# once held out, read by rule writers: heldout and heldout2 since 0187dcd, heldout3 since cb027c2,
+# heldout4, heldout5 and heldout6 since 2026-12-06
+RETIRED = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
 BANDS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.85), (0.85, 1.01))
 
 

@@ -198,12 +198,15 @@ RULES = RuleSet(
             "that matches the CUDA/PyTorch in use",
         ),
         rule(
-            r"(?:please |pip )install\b|is not installed|requires? (?:the )?[\w.-]+ "
+            # (not where the engine carries on without it: "falling back ... for the best
+            # performance, please install X" is advice, not the failure)
+            r"^(?!(?i:.*\b(?:fall(?:s|ing)? back|for (?:the )?best performance)\b)).*?"
+            r"(?:(?:please |pip )install\b|is not installed|requires? (?:the )?[\w.-]+ "
             r"(?:package|library) (?:to be installed|version)|"
             r"version (?:mismatch|conflict)|incompatible version|"
             # pip's resolver: "x 0.6 requires torch==2.4.0, but you have torch 2.5.1 ..."
             r"requires [\w.-]+ ?[<>=!~]=?[^,]{0,40}, but you have [\w.-]+ |"
-            r"the provided PTX was compiled with an unsupported toolchain",
+            r"the provided PTX was compiled with an unsupported toolchain)",
             C.MISSING_DEPENDENCY,
             3,
             _INSTALL,
@@ -221,7 +224,9 @@ RULES = RuleSet(
         ),
         # --- configuration conflicts named in messages ------------------------------------
         rule(
-            r"(?:is|are) not supported (?:with|when|together with|in combination)|"
+            # (a setting against another setting; against a device type it is the hardware)
+            r"(?:is|are) not supported (?:with|when|together with|in combination)"
+            r"(?! (?:the )?(?:device|platform|hardware)\b)|"
             r"cannot be used (?:with|together)|mutually exclusive|is incompatible with|"
             r"must be divisible by|is not divisible by|should be divisible by|must divide\b|"
             r"(?:requires|needs|only works with|is only supported (?:with|when)) --[a-z][\w-]+|"

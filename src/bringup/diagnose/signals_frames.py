@@ -7,13 +7,16 @@ their concerns in named places, whatever the engine on top:
 - a version check (``assert_pkg_version``, ``require_version``, ``check_*version``) raising:
   an installed package of another version than the engine needs;
 - the hub client or an HTTP library: the model could not be fetched;
+- a just-in-time kernel build (``cpp_extension``, ``_run_ninja_build``): the toolchain;
 - the code that connects ranks (PyNccl, custom all-reduce, device communicators, the
   parallel-state set-up): the distributed set-up;
 - the chat-template renderer (``apply_chat_template``, Jinja): the template refused the
   request;
 - LoRA and structured-output code: the feature the launch or request switched on;
 - the lookup of the model's class by its architecture name: the model is not one the engine
-  knows.
+  knows;
+- the memory profile run and CUDA-graph capture (``profile_run``,
+  ``determine_available_memory``, ``_capture_cuda_graphs``): the GPU's memory, most often.
 
 A frame says where, not why, so every rule here is below the classifier's ``_CAUSE`` (2):
 it decides only as a guess (confidence under 0.5), and only over the catch-alls ("a
@@ -39,6 +42,15 @@ FRAME_RULES: tuple[FrameRule, ...] = (
         2.5,
         "a version check refused an installed package: install the version the engine "
         "release pins (the check's message names the package)",
+    ),
+    frame_rule(
+        _ANY,
+        r"[/\\]cpp_extension\.py|:(?:_run_ninja_build|_jit_compile|_write_ninja_file_and_"
+        r"\w*|build_and_load\w*)$|[/\\]jit[/\\]\w*(?:cpp_ext|core|env)\w*\.py",
+        C.MISSING_DEPENDENCY,
+        _GUESS,
+        "a kernel was being compiled just in time when it failed: install the CUDA toolkit "
+        "(nvcc) and headers the JIT build needs, or a prebuilt wheel of the kernel library",
     ),
     frame_rule(
         _ANY,
@@ -75,6 +87,16 @@ FRAME_RULES: tuple[FrameRule, ...] = (
         _GUESS,
         "the feature switched on for this launch or request (a LoRA adapter, structured "
         "output) failed: check its settings, or try without it",
+    ),
+    frame_rule(
+        _ANY,
+        r":(?:determine_available_memory|determine_num_available_blocks|profile_run|"
+        r"_dummy_run|_dummy_sampler_run|_run_cuda_graph_warmup|_?capture_\w*(?:cuda_)?graphs?)$",
+        C.OOM_GPU,
+        _GUESS,
+        "the engine was measuring or filling GPU memory (a profile run, CUDA-graph capture) "
+        "when it failed, where most failures are out of memory: lower the memory share, "
+        "the batch or context, or the captured batch sizes",
     ),
     frame_rule(
         _ANY,

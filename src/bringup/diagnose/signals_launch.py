@@ -80,7 +80,10 @@ RULES: tuple[Rule, ...] = (
         consequence=True,
     ),
     rule(
-        r"cannot assign requested address|\[Errno 99\]|EADDRNOTAVAIL",
+        # a bind's errno; on a line where a client fails to *connect* it is the peer's
+        # address that is not reachable from here, which the distributed rules read
+        r"^(?!.*\b(?:fail(?:s|ed)? to connect|client socket|connect\(\))).*?"
+        r"(?:cannot assign requested address|\[Errno 99\]|EADDRNOTAVAIL)",
         C.INVALID_CONFIG,
         5,
         "the host address to bind is not on this machine (or IPv6 is off): bind "

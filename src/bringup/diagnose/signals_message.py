@@ -61,12 +61,38 @@ RULES: tuple[Rule, ...] = (
         r"(?:GPUs?|Hopper|Ampere|Ada|Blackwell|Volta|Turing|sm_?\d{2,3}|SM ?\d{2,3})\b|"
         r"\b(?:GPUs?|devices?) with compute capability (?:>=?|of at least|at least|above)|"
         r"\b(?:does not|doesn't|do not|don't|cannot|can't) (?:support|run on) (?:this|the "
-        r"current|your|the installed) (?:GPU|device|architecture|hardware|platform)\b)",
+        r"current|your|the installed) (?:GPU|device|architecture|hardware|platform)\b|"
+        # the hardware a feature needs, named by what it must support
+        r"\brequires? (?:\w+ )?(?:hardware|GPUs?|devices?) with (?:native )?\w+ support\b|"
+        # a generation named as too old ("cannot be enabled on pre-Hopper")
+        r"\b(?:cannot|can't|not supported|unsupported|not available)\b[^.;\n]{0,40}?\bon "
+        r"pre-?(?:Hopper|Ampere|Ada|Blackwell|Volta|Turing|SM ?\d{2,3}|sm_?\d{2,3})\b|"
+        # the refusal before the noun ("is not supported with device type=cpu")
+        r"\bnot supported (?:with|on|for) (?:the |this |your )?(?:device(?: type)?|"
+        r"platform|hardware|GPU|NPU|XPU|HPU)\b(?! memory)|"
+        # a capability floor stated with the capability found
+        r"\bmin(?:imum)?(?:imal)? (?:compute )?capability:? \d+\W{1,6}(?:\W*\w+){0,3}?\W*"
+        r"current capability:? \d+|"
+        # no kernel compiled for what the run asks on this GPU
+        r"\bNo kernel named \w+|"
+        r"\bno (?:available|suitable|matching|compatible) (?:\w+ ){0,2}kernels? "
+        r"(?:is |are |was |were )?(?:found|available)\b)",
         C.UNSUPPORTED_HARDWARE,
         3,
         "the code has no kernel for this GPU: choose a backend, dtype or quantization "
         "this GPU supports, or a build for its architecture",
         name="message-gpu-refused",
+    ),
+    # a CPU without the vector instructions the build needs (read even where the engine
+    # then says it disables the GPU: that is the consequence)
+    rule(
+        r"\bCPU does not (?:have|support) (?:the )?(?:minimum |required )?(?:vector|"
+        r"instruction|AVX\w*|SSE\w*|FMA|F16C)\b",
+        C.UNSUPPORTED_HARDWARE,
+        3,
+        "the CPU lacks the vector instructions (AVX, AVX2) this build needs: use a build "
+        "for this CPU or another host",
+        name="cpu-lacks-vector-extensions",
     ),
     # --- what CUDA graphs cannot capture --------------------------------------------
     rule(
@@ -101,12 +127,38 @@ RULES: tuple[Rule, ...] = (
         name="assert-on-parallel-size",
         flags=("--tensor-parallel-size", "--tp", "--tp-size", "--pipeline-parallel-size"),
     ),
+    # a world size stated against the one the run has (an engine built for 2 ranks run on 1,
+    # an MPI size against tp*pp): a setting of this launch
+    rule(
+        r"\bworld ?size\b[^\n]{0,60}?(?:!=|\bdoes(?: not|n't) match\b|\bmismatch|"
+        r"\bis expected to (?:be )?equal\b|\bmust (?:be )?equal\b)",
+        C.INVALID_CONFIG,
+        2.8,
+        "the number of ranks started differs from the one the engine or configuration "
+        "expects: launch as many ranks as tp*pp (mpirun -n, --world-size), or rebuild for "
+        "this size",
+        name="world-size-mismatch",
+        flags=("--tensor-parallel-size", "--tp", "--tp-size", "--pipeline-parallel-size"),
+    ),
+    # the source line of a failed assertion checks a key in the model's config: the config
+    # was written for another version of the code
+    rule(
+        r"^assert\b.*\bin (?:self\.)?(?:\w+\.)?(?:\w*_config|config|rope_scaling|"
+        r"rope_parameters|quantization_config)\b",
+        C.MODEL_INCOMPATIBLE,
+        4,
+        "the code checks the model's config for a field it does not have (or has in "
+        "another form): use an engine version that reads this model's config",
+        name="assert-on-model-config-key",
+    ),
     # a requested size beyond a configured maximum (not memory: OOM rules read that)
     rule(
         r"\bexceed(?:s|ed)? (?:the )?(?:\w+'s |engine |model |configured |allowed )?"
         r"max(?:imum)?[ _](?:batch|seq|sequence|input|output|new|num|number|length|len|"
         r"tokens?|context|beam|draft|position|prompt)\w*"
-        r"(?![^.;]{0,40}?\b(?:memory|KV|cache|blocks)\b)",
+        r"(?![^.;]{0,40}?\b(?:memory|KV|cache|blocks)\b)|"
+        r"\b(?:prompt|input|request)\b[^.;\n]{0,40}?\bis too long and exceeds (?:the )?"
+        r"(?:\w+ )?limit\b",
         C.INVALID_CONFIG,
         2.6,
         "a request or setting asks for more than the configured maximum (sequence length, "
@@ -137,6 +189,7 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"\bfailed to read (?:the )?(?:tensor data|tensor info|header|magic|file)\b|"
         r"\bunexpected end of (?:file|stream)\b|\bdigest mismatch\b|"
+        r"\bdata is not within the file bounds\b|"
         r"\b(?:file|model|checkpoint|download) (?:is |was |appears (?:to be )?|seems "
         r"(?:to be )?)?(?:truncated|corrupt(?:ed)?|incomplete)\b",
         C.MODEL_LOAD_FAILURE,
@@ -145,10 +198,80 @@ RULES: tuple[Rule, ...] = (
         "or checksum with the source",
         name="model-file-damaged",
     ),
+    # a pull or download whose stream ended early: the registry's reply was cut short
+    rule(
+        r"\bError: (?:EOF|unexpected EOF|unexpected end of JSON input)\b",
+        C.MODEL_LOAD_FAILURE,
+        3.5,
+        "the model download was cut short: pull it again (remove the partial manifest or "
+        "blobs first) and check the network or proxy between this host and the registry",
+        name="pull-cut-short",
+        also=r"\bpull(?:ing)?\b",
+    ),
+    # --- the model's tensors and the code's parameters do not match -----------------
+    rule(
+        r"\bno (?:module or parameter|parameter or module|parameter|module) named '[\w.]+' "
+        r"in \w+|\btensor names are different from those expected\b|"
+        r"\b(?:provided|expected) but not (?:expected|provided) tensors\b",
+        C.MODEL_INCOMPATIBLE,
+        3.5,
+        "the checkpoint's tensors do not match what this code builds for the model (another "
+        "quantization or export format): convert the checkpoint with this version's tools, "
+        "or use a checkpoint made for this engine",
+        name="checkpoint-tensors-mismatch",
+    ),
+    # --- a model file named and not there -------------------------------------------
+    rule(
+        r"(?<![\w.-])[\w.-]+\.(?:gguf|safetensors|bin|pth?|engine|plan)'?:? "
+        r"no such file or directory\b",
+        C.MODEL_LOAD_FAILURE,
+        3,
+        "the model file the engine opens is not at that path: check the model path or URI "
+        "and that the download finished",
+        name="model-file-missing",
+    ),
+    # --- a runner's connection dropped mid-request: the process serving it died ----
+    rule(
+        r"\bPost \\?\"?https?://(?:127\.0\.0\.1|localhost)[^\s\"\\]*\\?\"?: EOF\b|"
+        r"\bServer error: transport error\b|\berror reading from server: EOF\b",
+        C.RUNTIME_CRASH,
+        2.6,
+        "the engine's runner process dropped the connection mid-request, i.e. it crashed: "
+        "its own log (or the server log around that time) names why",
+        name="runner-connection-dropped",
+    ),
+    # --- an executable the engine starts is not there -------------------------------
+    rule(
+        r"\bfork/exec [^:\n]+: no such file or directory\b|"
+        r"\b(?:binary|executable) (?:was |is )?not found\b|"
+        r"\bunable to locate (?:the )?(?:\w+ ){0,2}runners?\b",
+        C.MISSING_DEPENDENCY,
+        3,
+        "a program the engine starts (its runner or server binary) is missing from this "
+        "install: reinstall the engine build for this platform, or point it at the runners",
+        name="executable-missing",
+    ),
+    # --- a request the server refused as malformed or out of bounds -----------------
+    rule(
+        # (an access log's "POST /x HTTP/1.1" 400 line is a client's mistake, not a failure)
+        r"\bBadRequestError\b|\bError 400\b|"
+        r"\bFailed to deserialize the JSON body\b",
+        C.INVALID_CONFIG,
+        2.2,
+        "the server refused the request as invalid (HTTP 400): fix the request's fields "
+        "or lengths, or launch the server with the mode the request needs",
+        name="request-refused-400",
+    ),
     # --- a port someone else holds, in other words than "address already in use" ----
     rule(
         r"\bport:? \d+ (?:is )?(?:already )?(?:occupied|taken|in use|used by another)\b|"
-        r"\b(?:address|port) (?:is )?already (?:occupied|taken)\b",
+        r"\b(?:address|port) (?:is )?already (?:occupied|taken)\b|"
+        # a named socket or a named port setting ("Socket '0.0.0.0:5001' already in use",
+        # "metrics_port at 1234 is not available ... used by a process already")
+        r"\bsocket '?[\w.:\[\]-]*:\d+'? (?:is )?already in use\b|"
+        r"\b\w*_?port\b[^.;\n]{0,30}?\bis not available\b|"
+        r"\b(?:port|address)\b[^.;\n]{0,40}?\bused by (?:a|another) process\b|"
+        r"\bis used by (?:a|another) process already\b",
         C.PORT_IN_USE,
         4.5,
         "another process holds the port: stop it or let bringup pick a free port",
@@ -207,7 +330,13 @@ RULES: tuple[Rule, ...] = (
         r"rendezvous)\b.{0,80}?\b(?:fail\w*|refused|timed? ?out)\b|"
         r"\b(?:fail\w*|unable|could not|cannot) (?:to )?connect (?:to|with) (?:the )?"
         r"(?:master|head|rank|peer|rendezvous|coordinator|leader)\b|"
-        r"\bcudaIpc\w+ failed|\bcustom[ _]?all-?reduce\b.{0,80}?\b(?:fail\w*|error)\b",
+        r"\bcudaIpc\w+ failed|"
+        # a remote backend (llama.cpp's RPC servers) that cannot be reached
+        r"(?:\b|_)rpc\b[^\n]{0,60}?\b(?:unable|failed) to connect\b|"
+        # NVSHMEM's and InfiniBand verbs' set-up between ranks (expert-parallel fabrics)
+        r"\b(?:nvshmem\w*|ibv_(?:create|modify|reg|post)\w*|connect EPS|"
+        r"ep_connect|transport create connect)\b[^\n]{0,60}?"
+        r"\bfail(?:ed|ure)\b|\bcustom[ _]?all-?reduce\b.{0,80}?\b(?:fail\w*|error)\b",
         C.DISTRIBUTED_FAILURE,
         4,
         "the ranks could not reach each other: check the network interface "
@@ -222,6 +351,7 @@ RULES: tuple[Rule, ...] = (
         r"\bplacement group\b.{0,100}?\b(?:timed? ?out|cannot|infeasible|not (?:be )?"
         r"(?:created|ready|scheduled))|\bFailed to connect to GCS\b|"
         r"\bGCS (?:server|client)\b.{0,80}?\b(?:fail\w*|timed? ?out|unavailable)\b|"
+        r"\bexceeds the (?:total )?number of available GPUs\b|"
         r"\b(?:cannot|can't|could not) (?:be )?(?:schedul\w*|fulfill\w*|satisf\w*)"
         r".{0,60}?\bresources?\b",
         C.DISTRIBUTED_FAILURE,
@@ -258,6 +388,15 @@ RULES: tuple[Rule, ...] = (
         "are complete",
         name="file-not-found-error",
         case=True,
+    ),
+    # --- a kernel's own bounds check at run time -------------------------------------
+    rule(
+        r"\bout[- ]of[- ]bounds? (?:tensor |memory |index )?access\b",
+        C.RUNTIME_CRASH,
+        3,
+        "a kernel read or wrote outside a tensor: a bug in the engine or kernel for this "
+        "input; report it with the request, or try another attention/MoE backend",
+        name="out-of-bounds-access",
     ),
     # --- a C++ runtime's abort ------------------------------------------------------
     rule(

@@ -39,6 +39,8 @@ RULES: tuple[Rule, ...] = (
         r"\bno (?:further )?progress\b|\bnot progressing\b|\btak(?:es|ing) forever\b|"
         r"\b(?:does not|doesn't|never) (?:return|respond|finish|complete)s?\b|"
         r"\b(?:keeps?|kept) waiting\b|\bwait(?:s|ing)? forever\b|"
+        r"\bsuddenly stops\b|\bwon't resume\b|\btook too long\b|"
+        r"\btardó demasiado\b|"
         r"卡住|卡死|无响应",
         C.STARTUP_TIMEOUT_OR_HANG,
         1.8,
@@ -61,6 +63,11 @@ RULES: tuple[Rule, ...] = (
         r"\b(?:outputs?|responses?|answers?|results?|text) (?:is |are |was |were )?"
         r"(?:completely |totally )?(?:meaningless|unreadable)\b|"
         r"\brandom (?:characters|tokens|symbols|words)\b|"
+        # the subject and its verdict a few words apart ("the output of the quantized model
+        # is always nonsense", "the generation on this GPU is not correct")
+        r"\b(?:outputs?|generations?|completions?|responses?|answers?)\b[^.\n]{0,40}?\b(?:is|are|"
+        r"was|were) (?:always |often |sometimes |still |clearly )?(?:nonsense|garbage|gibberish|"
+        r"not correct|incorrect)\b|"
         r"\b(?:returns?|gives?|produces?|generates?) (?:an? |only )?(?:empty|blank) "
         r"(?:responses?|outputs?|strings?|content|text|answers?)\b",
         C.GARBAGE_OUTPUT,
@@ -95,6 +102,9 @@ RULES: tuple[Rule, ...] = (
     ),
     rule(
         r"内存不足|\bkilled by (?:Kubernetes|k8s|the kernel|the OOM|docker)\b|"
+        # a build or conversion the reporter saw killed, no signal named: most often the
+        # kernel's OOM killer
+        r"\b(?:program|process|build|conversion|job|script)\b[^.\n]{0,20}?\bkilled\b|"
         r"\bmemory limit\b[^.\n]{0,40}\bkilled\b",
         C.OOM_HOST,
         1.9,

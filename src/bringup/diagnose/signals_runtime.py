@@ -251,7 +251,13 @@ RULES: tuple[Rule, ...] = (
         r"Error Code 2: OutOfMemory|OutOfMemory \(Requested size was|"
         r"out of (?:GPU|device|video) memory|"
         # Metal's command buffer status and TensorRT-LLM's KV cache check
-        r"kIOGPUCommandBufferCallbackErrorOutOfMemory|Insufficient memory for (?:the )?KV cache",
+        r"kIOGPUCommandBufferCallbackErrorOutOfMemory|Insufficient memory for (?:the )?KV cache|"
+        # the weights leave the cache nothing; a device allocator (HPU, NPU) refusing
+        r"\bleaves? no (?:GPU |device )?memory for the KV cache\b|# GPU blocks: 0\b|"
+        r"(?:\b|_)(?:DEVMEM|device memory|HPU memory|NPU memory)\b[^\n]{0,20}?\ballocation "
+        r"failed\b|"
+        # Metal: more allocated than the GPU's working set holds
+        r"\bcurrent allocated size is greater than the recommended max working set size\b",
         C.OOM_GPU,
         5,
         name="allocator-out-of-device-memory",
@@ -294,7 +300,13 @@ RULES: tuple[Rule, ...] = (
         r"returned non-zero exit status|error: command '[^']*(?:gcc|nvcc|cl\.exe)' failed|"
         r"(?:gcc|nvcc|clang): (?:error|fatal error):|"
         # PyTorch's JIT extension builder (the compile itself failed)
-        r"\bError building extension '",
+        r"\bError building extension '|"
+        # the build tool's and the compiler's own last words, and a kernel program a GPU
+        # runtime could not build (OpenCL, SYCL)
+        r"\bninja: build stopped: subcommand failed\b|"
+        r"\b\d+ errors? detected in the compilation of\b|"
+        r"\bfatal error: '?[\w./-]+\.(?:h|hpp|cuh)'?:? (?:file not found|No such file)|"
+        r"_BUILD_PROGRAM_FAILURE\b",
         C.MISSING_DEPENDENCY,
         3.5,
         "a kernel compile failed: install the C/CUDA toolchain and headers the JIT "
