@@ -17,7 +17,10 @@ Two sets of worlds, never mixed:
 - **tuning**: the shipped worlds (among them two written for this bench, with
   interactions, context-dependent failures and noisy regions) and random worlds
   ``--tune-worlds`` seeds from 0, noise seeds from 0: the worlds looked at while the
-  planner's thresholds were written;
+  planner's thresholds were written; ``--tune-base N`` (N > 0) draws the random worlds
+  from seed N instead and leaves the shipped worlds out (development worlds, e.g. 500:
+  tuning figures on worlds the thresholds were not written on), skipping a world over
+  ``--max-configs`` as the held-out set does;
 - **held out**: random worlds with seeds from ``--heldout-base`` (1000) and noise seeds
   from ``--heldout-noise-base`` (5000), never run while writing or tuning the planner
   (``--split tuning`` runs only the first set); once a range has been measured it has been
@@ -293,10 +296,29 @@ def _family_lines(label: str, tallies: dict[str, Tally], families: list[str]) ->
             print(tallies[family].line(f"{label} {family}"))
 
 
+def world_seeds(base: int, count: int, max_configs: int) -> list[int]:
+    """``count`` random world seeds from ``base``, skipping a world of more than
+    ``max_configs`` configurations for the next seed."""
+    out: list[int] = []
+    seed = base
+    while len(out) < count:
+        if len(family_world("random", seed).to_spec().configs()) <= max_configs:
+            out.append(seed)
+        seed += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20, help="noise seeds per world and variant")
     ap.add_argument("--tune-worlds", type=int, default=10, help="random worlds in the tuning set")
+    ap.add_argument(
+        "--tune-base",
+        type=int,
+        default=0,
+        help="first random tuning world seed; above 0 the shipped worlds are left out and "
+        "worlds over --max-configs skipped (development worlds)",
+    )
     ap.add_argument("--heldout-worlds", type=int, default=10, help="random held-out worlds")
     ap.add_argument("--noisy", type=float, default=0.0, help="add a stress variant at this noise")
     ap.add_argument("--tol", type=float, default=0.01, help="regret still counted as true best")
@@ -334,8 +356,13 @@ def main(argv: list[str] | None = None) -> int:
 
     tune: Tally | None = None
     if args.split != "heldout":
-        tuning = [load_world(p) for p in shipped_worlds()]
-        tuning += [family_world(f, i) for f in families for i in range(args.tune_worlds)]
+        tuning = [load_world(p) for p in shipped_worlds()] if args.tune_base <= 0 else []
+        tune_seeds = (
+            list(range(args.tune_worlds))
+            if args.tune_base <= 0
+            else world_seeds(args.tune_base, args.tune_worlds, args.max_configs)
+        )
+        tuning += [family_world(f, i) for f in families for i in tune_seeds]
         fams: dict[str, Tally] = {}
         tune, tune_stress = evaluate_set("tuning", tuning, list(range(args.seeds)), args, fams)
         _family_lines("TUNING", fams, families)
@@ -345,14 +372,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.split == "tuning":
             print(tune.figures())
             return 0
-    heldout: list[World] = []
-    seed, kept = args.heldout_base, 0
-    while kept < args.heldout_worlds:
-        world = family_world("random", seed)
-        if len(world.to_spec().configs()) <= args.max_configs:
-            heldout += [family_world(f, seed) for f in families]
-            kept += 1
-        seed += 1
+    heldout: list[World] = [
+        family_world(f, seed)
+        for seed in world_seeds(args.heldout_base, args.heldout_worlds, args.max_configs)
+        for f in families
+    ]
     fams = {}
     held, held_stress = evaluate_set(
         "heldout",

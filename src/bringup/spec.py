@@ -192,7 +192,10 @@ class PlanSpec(_Section):
     repeat_top: int = Field(default=0, ge=0)
     # full measurements of one configuration the default planner takes at most while its
     # lead is undecided (1: never measure again)
-    max_samples: int = Field(default=3, ge=1)
+    max_samples: int = Field(default=10, ge=1)
+    # repeats the default planner launches at most to decide the winner (beyond
+    # repeat_top's); unset: 15% of the space's configurations, at least 2 * max_samples
+    max_repeats: int | None = Field(default=None, ge=0)
     halving: bool = False
     order: dict[str, list[FlagValue]] = Field(default_factory=dict)  # maturity order per flag
     memory_order: dict[str, list[FlagValue]] = Field(default_factory=dict)  # least hungry first

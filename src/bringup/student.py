@@ -1,7 +1,8 @@
 """Student's t quantiles: the one table every 95% interval and two-sample test here uses.
 
 :func:`chi2_95` beside it: the one-sided 95% chi-square quantile, for telling a sample
-variance significantly larger than a pooled one (the winner's run-to-run noise).
+variance significantly larger than a pooled one; :func:`chi2_quantile` any other (the
+winner's run-to-run noise, :func:`bringup.plan.winner.run_noise`).
 
 :func:`t95` is the two-sided 95% critical value ``t(0.975, df)`` for any (fractional)
 degrees of freedom, so Welch's test (:mod:`bringup.plan.winner`), the benchmark's
@@ -41,9 +42,16 @@ def t95(df: float) -> float:
 def chi2_95(df: float) -> float:
     """The one-sided 95% chi-square quantile for ``df`` degrees of freedom, by the
     Wilson-Hilferty cube (within ~3% of the tabulated value from 1 df, closer above)."""
+    return chi2_quantile(df, _Z90)
+
+
+def chi2_quantile(df: float, z: float) -> float:
+    """The chi-square quantile for ``df`` degrees of freedom at the normal quantile ``z``
+    (the Wilson-Hilferty cube: ``z = -0.674`` the lower quartile, ``2.326`` the 99th
+    percentile; within a few percent of the tabulated values from 1 df)."""
     df = max(df, 1.0)
     c = 2.0 / (9.0 * df)
-    return df * (1.0 - c + _Z90 * math.sqrt(c)) ** 3
+    return df * max(0.0, 1.0 - c + z * math.sqrt(c)) ** 3
 
 
 _Z90 = 1.645  # the one-sided 95% normal quantile

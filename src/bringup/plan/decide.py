@@ -11,12 +11,16 @@ cannot be told apart; this phase measures again where that could change the choi
    runner-up can be compared with it. The reference leading is no exception: a
    departure a hair behind it is as undecided as one a hair ahead.
 3. **Until decided.** While the winner's ``undecided`` list (configurations the best one
-   is not significantly ahead of by Welch's test, and not surely within
-   :data:`~bringup.plan.winner.EQUIVALENT`) is not empty, the best-measured configuration
-   and the closest undecided one are measured again, each up to ``[plan].max_samples``
-   full measurements (and as many launches, since a repeat that fails adds none). The
-   phase stops when nothing is undecided or nothing undecided may be measured again; the
-   winner's own rule (:func:`~bringup.plan.winner.choose_winner`) then chooses.
+   is not significantly ahead of by Welch's test at 95%, each side's variance its own
+   moderated by the machine's pooled noise, and not surely within
+   :data:`~bringup.plan.winner.EQUIVALENT`) is not empty, the less-measured of the
+   best-measured configuration and the closest undecided one is measured again (both
+   when they have as many measurements), each up to ``[plan].max_samples`` full
+   measurements (and as many launches, since a repeat that fails adds none), and all
+   such repeats together up to a budget (``[plan].max_repeats``; by default a share of
+   the space, :data:`REPEAT_SHARE`, at least two configurations' worth). The phase stops
+   when nothing is undecided, nothing undecided may be measured again, or the budget is
+   spent; the winner's own rule (:func:`~bringup.plan.winner.choose_winner`) then chooses.
 
 Repeats count against the sweep's budget like any trial. The phase returns one sentence
 saying what it added and why it stopped, for the winner's note.
@@ -24,6 +28,7 @@ saying what it added and why it stopped, for the winner's note.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator
 from typing import Any
 
@@ -33,12 +38,29 @@ from bringup.spec import Config
 
 DecideSteps = Generator[PlannedTrial | None, None, str]
 
+# Repeats to decide the winner, at most, as a share of the space's configurations (where
+# ``[plan].max_repeats`` is unset): enough for a few close contenders to reach
+# ``max_samples`` each in a large space, a small part of what exploring it costs.
+REPEAT_SHARE = 0.15
 
-def decide_steps(planner: SweepPlanner, first: list[Config], cap: int) -> DecideSteps:
-    """Repeats of ``first``, confirmation, then repeats until decided (module docstring)."""
+
+def repeat_budget(configs: int, cap: int, max_repeats: int | None) -> int:
+    """The repeats the until-decided step may launch in all (module docstring)."""
+    if max_repeats is not None:
+        return max_repeats
+    return max(2 * cap, math.ceil(REPEAT_SHARE * configs))
+
+
+def decide_steps(
+    planner: SweepPlanner, first: list[Config], cap: int, budget: int | None = None
+) -> DecideSteps:
+    """Repeats of ``first``, confirmation, then repeats until decided (module docstring):
+    at most ``cap`` measurements of one configuration and, after ``first``, at most
+    ``budget`` repeats in all (None: no limit but ``cap``)."""
     launched: dict[Any, int] = {}
     confirmed = 0
     added = 0
+    adaptive = 0
 
     def again(config: Config) -> PlannedTrial:
         nonlocal added
@@ -69,11 +91,16 @@ def decide_steps(planner: SweepPlanner, first: list[Config], cap: int) -> Decide
             confirmed += 1
             picks.append(leader)
         elif winner.noise is not None and winner.undecided:
-            if may(leader, n_lead):
-                picks.append(leader)
             closest = next(((c, n) for c, n in winner.undecided if may(c, n)), None)
-            if closest is not None:
-                picks.append(closest[0])
+            picks = _less_sampled((leader, n_lead) if may(leader, n_lead) else None, closest)
+        if picks and budget is not None and adaptive + len(picks) > budget:
+            picks = picks[: max(0, budget - adaptive)]
+            if not picks:
+                why = (
+                    f"still within noise after {adaptive} repeat(s), the budget "
+                    "(plan.max_repeats); the winner's rule chose among them"
+                )
+                break
         if not picks:
             if winner.undecided:
                 why = (
@@ -82,6 +109,7 @@ def decide_steps(planner: SweepPlanner, first: list[Config], cap: int) -> Decide
                 )
             break
         for config in picks:
+            adaptive += 1
             yield again(config)
         while planner.in_flight:
             yield WAIT
@@ -91,6 +119,19 @@ def decide_steps(planner: SweepPlanner, first: list[Config], cap: int) -> Decide
     if confirmed:
         parts.append(f"{confirmed} to confirm a leader measured once")
     return ", ".join(parts) + f"; {why}"
+
+
+def _less_sampled(
+    leader: tuple[Config, int] | None, challenger: tuple[Config, int] | None
+) -> list[Config]:
+    """Which of the leader and its closest undecided challenger (each None where it may not
+    be measured again) to measure next: the one with fewer measurements, whose standard
+    error a repeat shrinks most; both when they have as many."""
+    if leader is None or challenger is None:
+        return [x[0] for x in (leader, challenger) if x is not None]
+    if leader[1] == challenger[1]:
+        return [leader[0], challenger[0]]
+    return [min(leader, challenger, key=lambda x: x[1])[0]]
 
 
 def _full_measurements(planner: SweepPlanner) -> dict[Any, int]:

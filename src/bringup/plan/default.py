@@ -10,7 +10,8 @@
    and skips configurations predicted to break ``[objective].require`` by a clear margin.
 4. With ``[plan].halving`` the exploration runs a short benchmark and the best third get the
    full one. Then the best are measured again until the winner is decided, each up to
-   ``[plan].max_samples`` times (:mod:`bringup.plan.decide`; ``[plan].repeat_top = k``
+   ``[plan].max_samples`` times, within a repeat budget (:mod:`bringup.plan.decide`;
+   ``[plan].repeat_top = k``
    gives the best k a second measurement first), and the winner is chosen with the
    measured noise (:mod:`bringup.plan.winner`).
 Trials may be in flight together: a configuration handed out counts as tried, results are
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bringup.plan.base import WAIT, PlannedTrial, PlanSteps, Pruned, Purpose, SweepPlanner
-from bringup.plan.decide import decide_steps
+from bringup.plan.decide import decide_steps, repeat_budget
 from bringup.plan.model import EffectModel
 from bringup.plan.pruning import PruneRule, rule_from, widen
 from bringup.plan.space import SearchSpace, flags_key
@@ -97,7 +98,9 @@ class DefaultPlanner(SweepPlanner):
                 yield PlannedTrial(config, "full_bench", 1.0)
             yield from self._drain()
         first = self._top(self.spec.plan.repeat_top, scale=1.0)
-        added = yield from decide_steps(self, first, self.spec.plan.max_samples)
+        cap = self.spec.plan.max_samples
+        budget = repeat_budget(len(self._space.candidates), cap, self.spec.plan.max_repeats)
+        added = yield from decide_steps(self, first, cap, budget)
         yield from self._drain()
         best = self.best()
         if best is not None:

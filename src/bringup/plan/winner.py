@@ -7,8 +7,10 @@ configuration has full-benchmark trials its short ones (``metrics["bench_scale"]
 are ignored. Each configuration gets an interval: a t-interval over its launches, else
 the trial's own interval over the repeats inside its launch, else the point. The
 machine's run-to-run noise is measured where any configuration ran more than once
-(:func:`run_noise`: the median relative sd of the repeated configurations): a
-single measurement's standard error is then at least that noise (a benchmark's own CI
+(:func:`run_noise`: the relative variance pooled over the repeated configurations,
+those that wander far beyond the rest left out): a
+single measurement's standard error is then at least that noise, moderated by a prior
+(:data:`NOISE_PRIOR`, for the first repeats that agree by luck) (a benchmark's own CI
 says how steady one run was, not how far the next launch lands). The best configuration
 is compared with each other by Welch's two-sample t-test (a repeat's standard error from
 its spread, a single trial's from its CI or the measured noise). Only those whose gap to
@@ -23,7 +25,8 @@ The best is the one with the highest mean less one standard error, so a configur
 whose few measurements wander does not win on a lucky draw. A repeated configuration's
 standard error is its own spread moderated by the measured noise (counted as
 ``PRIOR_DF`` more degrees of freedom) where its spread is below that noise; a spread
-above it is the configuration's own (a backend whose speed wanders) and is kept. Those
+above it is the configuration's own (a backend whose speed wanders) and is kept, and so
+is one significantly below it (the noise was measured on configurations that wander more). Those
 not significantly worse than the best (and not within ``EQUIVALENT`` of it for certain)
 are the winner's ``undecided``: what a planner measures again to decide. The reason
 states the margin over the runner-up (or over the chosen one) with its 95% uncertainty.
@@ -54,7 +57,7 @@ from bringup.contention import CONTENDED_SHARE, benchmark_contention
 from bringup.plan.space import SearchSpace, flags_key, same_value
 from bringup.spec import Spec
 from bringup.student import Z95 as _Z95
-from bringup.student import chi2_95, t95
+from bringup.student import chi2_quantile, t95
 from bringup.verdict import TrialResult
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -71,6 +74,16 @@ EQUIVALENT = 0.01
 # Degrees of freedom the machine's measured noise counts for in a repeated configuration's
 # own standard error (a moderated variance).
 PRIOR_DF = 2
+# What the machine's run-to-run noise is taken to be before repeats say otherwise (a
+# relative sd; a full benchmark rerun on a server typically lands within a few percent),
+# counted as this many degrees of freedom in the measured estimate: one repeat whose two
+# values agreed to 0.1% says little of how the next launch lands.
+NOISE_PRIOR = 0.02
+NOISE_PRIOR_DF = 2
+# Normal quantiles of the chi-square bounds in :func:`run_noise`.
+_Z_LOWER_DECILE = -1.2816
+_Z99 = 2.326
+_Z05 = -1.645
 
 
 @dataclass
@@ -197,12 +210,14 @@ class _Pool:
         mean = self.mean
         if n >= 2:
             sd, df = statistics.stdev(self.values), float(n - 1)
-            if self.noise is not None and sd < self.noise[0] * abs(mean):
+            prior = self.noise[0] * abs(mean) if self.noise is not None else 0.0
+            if sd < prior and sd**2 * df >= prior**2 * chi2_quantile(df, _Z05):
                 # moderated: a spread below the machine's noise is steadied by it, counted
                 # as PRIOR_DF more degrees of freedom (two or three repeats may look
                 # steadier than the machine is); a spread above it is the configuration's
-                # own (a backend whose speed wanders) and is not pulled down
-                prior = self.noise[0] * abs(mean)
+                # own (a backend whose speed wanders) and is not pulled down, and so is one
+                # significantly below it (one-sided 95%: the noise was measured on
+                # configurations that wander more than this one does)
                 sd = math.sqrt(((n - 1) * sd**2 + PRIOR_DF * prior**2) / (n - 1 + PRIOR_DF))
                 df += PRIOR_DF
             return _Estimate(mean, sd / math.sqrt(n), df)
@@ -262,16 +277,21 @@ def _pools(
 
 
 def run_noise(samples: Iterable[list[float]]) -> tuple[float, int] | None:
-    """The machine's run-to-run noise: the relative sd pooled over the sample sets of two or
-    more values that are not significantly noisier than it, with their degrees of freedom;
-    None when nothing was measured twice.
+    """The machine's run-to-run noise: the relative variance pooled over every sample set of
+    two or more values (each weighted by its degrees of freedom) that is not clearly
+    noisier than the machine, as a relative sd with the pooled degrees of freedom; None
+    when nothing was measured twice.
 
     Some configurations wander far more than the machine does (a backend whose speed
     varies by 20% run to run): pooled in, they would make every steady configuration look
-    as noisy. So the pool starts from the steadier half and takes each next one while its
-    variance is within the 95% chi-square bound of the pool's (a one-sided test of that
-    set's variance against the pool); the first one beyond it, and every noisier one, are
-    left out and keep their own spread (:meth:`_Pool.estimate`)."""
+    as noisy, and the sets measured most are often theirs (a lucky draw leads, so it is
+    measured again). A robust scale tells them apart: the lower decile of the sets'
+    variances, each divided by its chi-square lower decile (so it estimates the machine's
+    variance whatever the sets' degrees of freedom, and holds while most sets wander). A
+    set whose variance is beyond that scale's 99% chi-square bound is left out and keeps
+    its own spread (:meth:`_Pool.estimate`); every other set is pooled, the steadier and
+    the less steady alike, so two or three repeats that happen to agree do not make the
+    machine look steadier than it is."""
     sets: list[tuple[float, int]] = []
     for values in samples:
         if len(values) < 2:
@@ -282,14 +302,12 @@ def run_noise(samples: Iterable[list[float]]) -> tuple[float, int] | None:
         sets.append(((statistics.stdev(values) / abs(mean)) ** 2, len(values) - 1))
     if not sets:
         return None
-    sets.sort()
-    half = (len(sets) + 1) // 2  # the steadier half: one set alone may agree by luck
-    ss, df = sum(v * n for v, n in sets[:half]), sum(n for _, n in sets[:half])
-    for var, n in sets[half:]:
-        pooled = ss / df
-        if pooled > 0 and var > pooled * chi2_95(n) / n:
-            break
-        ss, df = ss + var * n, df + n
+    scaled = sorted(var * n / chi2_quantile(n, _Z_LOWER_DECILE) for var, n in sets)
+    scale = statistics.quantiles(scaled, n=10, method="inclusive")[0] if len(scaled) > 1 else 0
+    # sets that agreed exactly say nothing of the scale while others did not
+    scale = scale or min((u for u in scaled if u > 0), default=0.0)
+    kept = [(v, n) for v, n in sets if v * n <= scale * chi2_quantile(n, _Z99)] or sets
+    ss, df = sum(v * n for v, n in kept), sum(n for _, n in kept)
     return math.sqrt(ss / df), df
 
 
@@ -300,7 +318,8 @@ def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
     if not pools:
         return None
     quietest = min(p.taken for p in pools.values())
-    noise = run_noise(p.values for p in pools.values())
+    measured = run_noise(p.values for p in pools.values())
+    noise = _with_prior(measured)
     for p in pools.values():
         p.excess = p.taken - quietest
         p.noise = noise
@@ -362,8 +381,11 @@ def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
             f"{metric} {best.mean:.4g} of {best.trials[0].trial_id} is within noise of "
             f"{value:.4g} here{lead}; chose the more conservative configuration"
         )
-    if noise is not None:
-        reason += f"; run-to-run noise {noise[0]:.1%} (sd) measured on repeats, df {noise[1]}"
+    if noise is not None and measured is not None:
+        reason += (
+            f"; run-to-run noise {noise[0]:.1%} (sd; {measured[0]:.1%} measured on repeats, "
+            f"df {measured[1]}, with a prior of {NOISE_PRIOR:.0%})"
+        )
     contended = _contention_note([best, *tied, *ranked[1:2]])
     if contended:
         reason += f"; {contended}"
@@ -380,6 +402,16 @@ def choose_winner(results: Iterable[TrialResult], spec: Spec) -> Winner | None:
         leader=(dict(best.trials[0].flags), len(best.values)),
         noise=noise,
     )
+
+
+def _with_prior(measured: tuple[float, int] | None) -> tuple[float, int] | None:
+    """The measured noise moderated by :data:`NOISE_PRIOR` (None while nothing was measured
+    twice: there is no measurement to moderate yet)."""
+    if measured is None:
+        return None
+    sd, df = measured
+    var = (df * sd**2 + NOISE_PRIOR_DF * NOISE_PRIOR**2) / (df + NOISE_PRIOR_DF)
+    return math.sqrt(var), df + NOISE_PRIOR_DF
 
 
 def _rel_se(pool: _Pool, metric: str) -> float:
