@@ -30,7 +30,7 @@ async def test_builtin_known_answers_pass_on_gemma(
     flags = ("--cache-type-k", kv)
     async with (
         serve_llama(llama_server, gemma_path, tmp_path, *flags) as url,
-        OpenAIClient(url) as c,
+        OpenAIClient(url, timeout_s=120) as c,  # answers are checked, not speed
     ):
         report = await run_correctness(c, gemma_spec(gemma_path))
     for r in report.results:
@@ -42,7 +42,11 @@ async def test_builtin_known_answers_pass_on_gemma(
 async def test_detectors_quiet_on_long_greedy_gemma_output(
     llama_server: str, gemma_path: str, tmp_path: Path
 ) -> None:
-    async with serve_llama(llama_server, gemma_path, tmp_path) as url, OpenAIClient(url) as c:
+    # the detectors are checked, not speed: beside two CPU hogs these 96 tokens took over 30 s
+    async with (
+        serve_llama(llama_server, gemma_path, tmp_path) as url,
+        OpenAIClient(url, timeout_s=120) as c,
+    ):
         out = await c.complete("The history of the printing press", max_tokens=96, logprobs=1)
     assert len(out.tokens) > 40
     assert detect_garbage(out.text, out.tokens) is None, out.text
