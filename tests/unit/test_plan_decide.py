@@ -38,6 +38,15 @@ class _Fake:
         return []
 
 
+def _why_it_stopped(steps: Any, failure: str) -> str:
+    """The sentence the decide phase returns when it ends at its next step."""
+    try:
+        next(steps)
+    except StopIteration as stop:
+        return str(stop.value)
+    raise AssertionError(failure)
+
+
 def test_a_significant_lead_on_one_measurement_is_measured_again() -> None:
     fake = _Fake()
     steps = decide_steps(cast(SweepPlanner, fake), [], cap=3)
@@ -46,12 +55,9 @@ def test_a_significant_lead_on_one_measurement_is_measured_again() -> None:
     assert first.config == LEADER and first.purpose == "repeat"
     # measured twice now and still ahead: decided, nothing more
     fake.winner.leader = (LEADER, 2)
-    try:
-        next(steps)
-    except StopIteration as stop:
-        assert "1 to confirm a leader measured once" in str(stop.value)
-    else:
-        raise AssertionError("decide_steps went on after the lead was confirmed")
+    assert "1 to confirm a leader measured once" in _why_it_stopped(
+        steps, "decide_steps went on after the lead was confirmed"
+    )
 
 
 def _undecided(fake: _Fake, n_lead: int, n_other: int) -> None:
@@ -75,12 +81,9 @@ def test_the_less_measured_of_two_undecided_is_measured_again() -> None:
     assert isinstance(nxt, PlannedTrial) and nxt.config == LEADER
     # decided: the phase ends
     fake.winner.undecided = []
-    try:
-        next(steps)
-    except StopIteration as stop:
-        assert "ranking decided" in str(stop.value)
-    else:
-        raise AssertionError("decide_steps went on after the ranking was decided")
+    assert "ranking decided" in _why_it_stopped(
+        steps, "decide_steps went on after the ranking was decided"
+    )
 
 
 def test_undecided_repeats_stop_at_the_budget() -> None:
@@ -92,12 +95,7 @@ def test_undecided_repeats_stop_at_the_budget() -> None:
     got.append(next(steps))  # one of two left in the budget
     assert all(isinstance(t, PlannedTrial) for t in got)
     _undecided(fake, 4, 3)
-    try:
-        next(steps)
-    except StopIteration as stop:
-        assert "plan.max_repeats" in str(stop.value)
-    else:
-        raise AssertionError("decide_steps went past its budget")
+    assert "plan.max_repeats" in _why_it_stopped(steps, "decide_steps went past its budget")
 
 
 def test_repeat_budget_is_a_share_of_the_space() -> None:
