@@ -3,7 +3,7 @@ labelled failure corpus of bench/data/diagnose/.
 
     python bench/diagnose_eval.py
         [--split fit|heldout|heldout2|retired|heldout3|heldout4|heldout5|heldout6|heldout7
-                 |all|legacy]
+                 |heldout8|all|legacy]
         [--verbose] [--rules-only | --compare]
     python bench/diagnose_eval.py CORPUS.jsonl [--verbose] [--rules-only | --compare]
 
@@ -21,8 +21,10 @@ measured five times while rules changed, is retired the same way since 2026-12-0
 measured three times, ``heldout5`` the fifth, collected on 2026-12-03 once ``heldout4`` had
 been measured, ``heldout6`` the sixth, collected later that day once ``heldout5`` had been
 measured; all three were measured after rule changes and are retired since 2026-12-06, read by
-rule writers like the first three; ``retired`` is all six. ``heldout7``, the seventh, collected
-on 2026-12-03 once ``heldout6`` had been measured after a rule change, is held out: the fit
+rule writers like the first three. ``heldout7``, the seventh, collected on 2026-12-03 once
+``heldout6`` had been measured after a rule change, was measured three times on 2026-12-06 and is
+retired since, like the others; ``retired`` is all seven. ``heldout8``, the eighth, collected
+on 2026-12-06 once ``heldout7`` was spent, is held out: the fit
 figure is printed on the line before, and case ids and log lines are never printed
 (``--verbose`` is refused): whoever writes rules reads the held-out figure, never its cases.
 
@@ -54,13 +56,14 @@ SPLITS = (
     "heldout5",
     "heldout6",
     "heldout7",
+    "heldout8",
     "all",
     "legacy",
 )
-HIDDEN = ("heldout7",)  # splits whose cases are never printed
+HIDDEN = ("heldout8",)  # splits whose cases are never printed
 # once held out, read by rule writers: heldout and heldout2 since 0187dcd, heldout3 since cb027c2,
-# heldout4, heldout5 and heldout6 since 2026-12-06
-RETIRED = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
+# heldout4 to heldout7 since 2026-12-06
+RETIRED = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7")
 BANDS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.85), (0.85, 1.01))
 
 

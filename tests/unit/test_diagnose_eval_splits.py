@@ -25,7 +25,7 @@ def _module() -> ModuleType:
 ev = _module()
 
 
-@pytest.mark.parametrize("split", ["heldout7"])
+@pytest.mark.parametrize("split", ["heldout8"])
 def test_verbose_is_refused_on_a_held_out_split(
     split: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -33,14 +33,14 @@ def test_verbose_is_refused_on_a_held_out_split(
     assert f"refused for --split {split}" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("split", ["heldout7"])
+@pytest.mark.parametrize("split", ["heldout8"])
 def test_the_later_held_out_splits_are_known_and_hidden(split: str) -> None:
     assert split in ev.SPLITS
     assert split in ev.HIDDEN
 
 
 @pytest.mark.parametrize(
-    "split", ["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6"]
+    "split", ["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7"]
 )
 def test_the_retired_splits_print_like_fit(split: str) -> None:
     assert split in ev.SPLITS
@@ -51,4 +51,4 @@ def test_the_retired_splits_print_like_fit(split: str) -> None:
 
 def test_an_unknown_split_is_a_user_mistake(capsys: pytest.CaptureFixture[str]) -> None:
     assert ev.main(["--split", "heldout9"]) == 2
-    assert "heldout7" in capsys.readouterr().err
+    assert "heldout8" in capsys.readouterr().err
