@@ -54,6 +54,7 @@ SPLITS = (
     "heldout6",
     "heldout7",
     "heldout8",
+    "fit2",
 )
 REQUIRED = ("id", "engine", "category", "log", "remedy", "source", "gpu", "date")
 OPTIONAL = ("exit_code",)
@@ -194,8 +195,8 @@ def main(argv: list[str]) -> int:
     paths = [Path(a) for a in argv] or [DATA / f"{split}.jsonl" for split in SPLITS]
     if not 2 <= len(paths) <= len(SPLITS):
         print(
-            "usage: corpus_check.py [FIT.jsonl HELDOUT.jsonl [HELDOUT2.jsonl [HELDOUT3.jsonl"
-            " [HELDOUT4.jsonl [HELDOUT5.jsonl [HELDOUT6.jsonl]]]]]]",
+            "usage: corpus_check.py [FIT.jsonl HELDOUT.jsonl [HELDOUT2.jsonl ... [FIT2.jsonl]]]"
+            f" (the files of {', '.join(SPLITS)}, in that order)",
             file=sys.stderr,
         )
         return 2

@@ -2,7 +2,7 @@
 labelled failure corpus of bench/data/diagnose/.
 
     python bench/diagnose_eval.py
-        [--split fit|heldout|heldout2|retired|heldout3|heldout4|heldout5|heldout6|heldout7
+        [--split fit|fit2|heldout|heldout2|retired|heldout3|heldout4|heldout5|heldout6|heldout7
                  |heldout8|all|legacy]
         [--verbose] [--rules-only | --compare]
     python bench/diagnose_eval.py CORPUS.jsonl [--verbose] [--rules-only | --compare]
@@ -48,6 +48,7 @@ from bringup.diagnose import classify
 DATA = Path(__file__).resolve().parent / "data" / "diagnose"
 SPLITS = (
     "fit",
+    "fit2",
     "heldout",
     "heldout2",
     "retired",
