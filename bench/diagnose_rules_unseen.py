@@ -36,6 +36,11 @@ FIRST_MEASURED = (
     ("heldout4", "504daff"),
     ("heldout5", "504daff"),
     ("heldout6", "504daff"),
+    # retired on 2026-12-06 (second round): its rule round (504daff..bfb037e) was written
+    # without reading it, so the rules of bfb037e answer it unseen; so do they the training
+    # cases of fit2, collected after bfb037e
+    ("heldout7", "bfb037e"),
+    ("fit2", "bfb037e"),
 )
 _RUN = """
 import json, sys

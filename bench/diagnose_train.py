@@ -5,8 +5,9 @@
 Needs scikit-learn (``pip install -e '.[train]'``); the runtime does not
 (:mod:`bringup.diagnose.learned` applies the exported JSON in pure Python).
 
-Data: ONLY ``fit.jsonl`` and the retired held-out sets (``heldout`` to ``heldout6``), all
-of which rule writers have read. The sealed set (``heldout7``) is never opened here:
+Data: ONLY ``fit.jsonl``, ``fit2.jsonl`` and the retired held-out sets (``heldout`` to
+``heldout7``), all of which rule writers may read. The sealed set (``heldout8``) is never
+opened here:
 :data:`ALLOWED` is the whole list of files this script reads.
 
 Every choice is made by cross-validation grouped by repository (``owner/repo`` of the
@@ -16,7 +17,7 @@ shuffles:
 1. the model: feature settings and regularisation ``C`` (the terms of largest weight are
    kept and the model refitted on those alone, so the export is exactly the fitted model),
    by out-of-fold accuracy over all allowed cases;
-2. the combination, on heldout2 to heldout6 as the rules answered them *before* any rule
+2. the combination, on heldout2 to heldout7 and fit2 as the rules answered them *before* any rule
    writer had read them (``rules_unseen.jsonl``, from ``bench/diagnose_rules_unseen.py``):
    today's rules were written from every allowed case, so tuned against them a fallback
    would trust the rules far more than unseen logs warrant. Chosen there: the temperature
@@ -27,7 +28,7 @@ shuffles:
 Figures are out-of-fold: each case is predicted by a model that never saw its repository;
 the combination's figure is nested (chosen on the other folds' repositories). All are fit
 figures: rule writers read every case. The last line is ``cv_combined=<float>
-cv_rules=<float> n=<int>`` (nested, on the 609 cases the rules had not read, mean over
+cv_rules=<float> n=<int>`` (nested, on the cases the rules had not read, mean over
 shuffles).
 """
 
@@ -58,7 +59,17 @@ from bringup.diagnose.learned_features import FEATURES_VERSION, FeatureSettings,
 
 DATA = Path(__file__).resolve().parent / "data" / "diagnose"
 # the only files this script opens
-ALLOWED = ("fit", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
+ALLOWED = (
+    "fit",
+    "fit2",
+    "heldout",
+    "heldout2",
+    "heldout3",
+    "heldout4",
+    "heldout5",
+    "heldout6",
+    "heldout7",
+)
 BANDS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.85), (0.85, 1.01))
 TAIL = 0.5  # the rules' guessing band, where figures are also given separately
 

@@ -108,6 +108,11 @@ RULES = RuleSet(
         ),
         rule(
             r"Failed to find C compiler|CUDA_HOME environment variable is not set|"
+            # a build that cannot find the CUDA toolkit (CMake's words)
+            r"No CMAKE_CUDA_COMPILER could be found|Could not find nvcc|"
+            r"Could NOT find CUDAToolkit|"
+            r"links to:\s*CUDA::\w+\s+but the target was not found|"
+            r"^\s*but the target was not found|"
             r"No CUDA runtime is found|nvcc(?: was)? not found|"
             r"no CUDA-capable device is detected|CUDA driver initialization failed|"
             r"Found no NVIDIA driver|NVIDIA driver on your system is too old|"

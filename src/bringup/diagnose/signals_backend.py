@@ -92,7 +92,8 @@ RULES: tuple[Rule, ...] = (
         r"\bVK_ERROR_FEATURE_NOT_PRESENT\b|\be?ErrorFeatureNotPresent\b|"
         # Metal compiling its shaders for this GPU family
         r"\bggml_metal_init: error: load pipeline error\b|"
-        r"\bfailed to (?:create|compile|load) (?:the )?(?:Metal|MTL) (?:library|pipeline|shader)",
+        r"\bfailed to (?:create|compile|load|initiali[sz]e) (?:the )?(?:Metal|MTL) "
+        r"(?:library|pipeline|shader)",
         C.UNSUPPORTED_HARDWARE,
         4.5,
         "the kernel needs a newer GPU architecture (or a device feature) than this one: "

@@ -169,6 +169,9 @@ RULES: tuple[Rule, ...] = (
     ),
     rule(
         r"Cannot find any model weights|No model weights found|"
+        r"no safetensors or torch files found|"
+        # a model path that is a folder where a file was read (Ollama's FROM, a GGUF flag)
+        r"\bread [^\s:]+: is a directory\b|"
         r"No supported config format found in|is not a valid JSON file|"
         r"(?:failed|unable) to load (?:the )?tokenizer\b",
         C.MODEL_LOAD_FAILURE,
@@ -232,6 +235,19 @@ RULES: tuple[Rule, ...] = (
         name="ranks-waiting-on-a-broadcast",
     ),
     # --- 7. evidence of a hang --------------------------------------------------------
+    # stuck while the ranks set up their communicators: the hang is the ranks' (one node
+    # cannot reach another, a firewall, a wrong interface), not the engine's
+    rule(
+        r"(?:stuck|hangs?|hanging|frozen|freezes|blocked|waits? forever)\b[^\n]{0,40}?"
+        r"(?:Init torch distributed|init_process_group|init(?:ializing)? (?:the )?"
+        r"(?:NCCL|distributed|process group)|torch\.distributed|ncclCommInitRank)",
+        C.DISTRIBUTED_FAILURE,
+        3.3,
+        "the ranks never finished setting up their communicators: check every node reaches "
+        "the master address and port, and the network interface NCCL/Gloo use "
+        "(NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME)",
+        name="stuck-setting-up-the-ranks",
+    ),
     rule(
         r"<\s*hangs?\b|\bhangs? (?:for|forever|at|after|indefinitely)|"
         r"\b(?:is|gets|got|stays?) stuck\b|Waiting for shard (?:\d+ )?to be ready|"
@@ -294,6 +310,8 @@ RULES: tuple[Rule, ...] = (
     # machine's RAM is host memory, anything else (VRAM, "OOM" alone) the GPU's
     rule(
         r"\bOOM[- ]?kill(?:ed|er|s)?\b|"
+        # the kernel's log (dmesg) is where only the host's OOM killer writes
+        r"\bdmesg\b[^\n]{0,80}\bOOM\b|"
         r"\b(?:out of|runs? out of|ran out of) (?:system |host |CPU )?RAM\b|"
         r"\b(?:out of|runs? out of|ran out of|exhaust\w*) (?:system|host|CPU) memory\b",
         C.OOM_HOST,

@@ -95,6 +95,16 @@ RULES: tuple[Rule, ...] = (
         name="reporter-says-no-gpu",
     ),
     rule(
+        r"\bports? (?:conflicts?|collisions?|clash(?:es)?)\b|"
+        r"\bports? (?:is |are |was |were )?already (?:in use|taken|used|occupied|bound)\b|"
+        r"端口(?:被占用|冲突|已被占用)",
+        C.PORT_IN_USE,
+        1.9,
+        "the report says a port was already taken: free it or give the engine another one "
+        "(its HTTP port, and the internal ports it opens for its workers)",
+        name="reporter-says-port-taken",
+    ),
+    rule(
         _L + r"out of memory" + _R + r"|显存不足|显存不够|爆显存|显存溢出",
         C.OOM_GPU,
         1.9,
@@ -105,7 +115,8 @@ RULES: tuple[Rule, ...] = (
         # a build or conversion the reporter saw killed, no signal named: most often the
         # kernel's OOM killer
         r"\b(?:program|process|build|conversion|job|script)\b[^.\n]{0,20}?\bkilled\b|"
-        r"\bmemory limit\b[^.\n]{0,40}\bkilled\b",
+        r"\bmemory limit\b[^.\n]{0,40}\bkilled\b|"
+        r"\bkilled (?:due to|because of|for) (?:high |excessive |too much )?(?:memory|RAM)\b",
         C.OOM_HOST,
         1.9,
         name="reporter-says-host-memory-limit",
