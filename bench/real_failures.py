@@ -8,7 +8,7 @@ fault per case and kept every whole log and exit status (``DIR``, by default
 written from the fault by the corpus conventions before any log existed. ``--batch 2`` reads
 the second batch instead (``failures2.sh``, ``failures2.tsv``, by default
 ``docs/gpu/vllm-h200-failures2``): other faults, labelled and committed the same way;
-``--batch 3`` the third (``failures3.sh``, ``failures3.tsv``, ``docs/gpu/vllm-h200-failures3``),
+``--batch 3`` the third (``failures3.sh``, ``failures3.tsv``, ``docs/gpu/vllm-h100-failures3``),
 whose run folder also names its GPU and date (``GPU``, ``DATE``), which the case ids and
 fields take. Unlike the corpus of public posts, nothing here was trimmed by a person: each
 log is the whole output a user would hand to ``bringup diagnose``, start-up chatter,
@@ -37,7 +37,7 @@ GPU = ROOT / "scripts" / "gpu" / "vllm"
 BATCHES = {
     1: (ROOT / "docs" / "gpu" / "vllm-h200-failures", GPU / "failures.tsv"),
     2: (ROOT / "docs" / "gpu" / "vllm-h200-failures2", GPU / "failures2.tsv"),
-    3: (ROOT / "docs" / "gpu" / "vllm-h200-failures3", GPU / "failures3.tsv"),
+    3: (ROOT / "docs" / "gpu" / "vllm-h100-failures3", GPU / "failures3.tsv"),
 }
 # the first two batches ran on one H200 on this day; later runs name theirs in the run folder
 RUN_GPU, RUN_DATE = "H200", "2026-12-03"
