@@ -42,7 +42,13 @@ speculative decoding, grammars, embeddings, chat templates) and a message naming
 beside a constraint, refused configurations of item 5, in :mod:`bringup.diagnose.signals_feature`;
 where an exception was raised when no rule reads its message (a version check, the hub
 client, the ranks' communicators, the chat template, LoRA and grammar code, the model-class
-lookup), item 1's frames as guesses, in :mod:`bringup.diagnose.signals_frames`.
+lookup), item 1's frames as guesses, in :mod:`bringup.diagnose.signals_frames`; a weight loader's
+parameter name without a slot and loaders refusing an architecture, projector or tensor set in
+:mod:`bringup.diagnose.signals_loader`; the tool that missed a piece of the install (JIT
+builds, GPU libraries, the driver, CMake, TensorRT versions) in
+:mod:`bringup.diagnose.signals_toolchain`; builds and features without code for this GPU,
+device and host buffers that do not allocate, pending placement groups and settings a server
+names in :mod:`bringup.diagnose.signals_device`.
 Items 1-4 live in :mod:`bringup.diagnose.signals_runtime`, 5-8 in
 :mod:`bringup.diagnose.signals_launch`, and what the model asks for that the code refuses
 (item 6's second half) in :mod:`bringup.diagnose.signals_model`; all are engine-independent
@@ -56,14 +62,17 @@ from __future__ import annotations
 
 from bringup.diagnose import (
     signals_backend,
+    signals_device,
     signals_feature,
     signals_frames,
     signals_launch,
+    signals_loader,
     signals_message,
     signals_model,
     signals_platform,
     signals_prose,
     signals_runtime,
+    signals_toolchain,
 )
 from bringup.diagnose.rule import RuleSet
 
@@ -72,6 +81,9 @@ RULES = RuleSet(
     rules=(
         *signals_runtime.RULES,
         *signals_backend.RULES,
+        *signals_toolchain.RULES,
+        *signals_device.RULES,
+        *signals_loader.RULES,
         *signals_platform.RULES,
         *signals_feature.RULES,
         *signals_message.RULES,
