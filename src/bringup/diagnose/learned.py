@@ -42,6 +42,10 @@ _EVIDENCE_LINES = 2
 # a few stray words the model knows ("hello") are no evidence: it decides only in a log
 # holding this many known words or word pairs (character n-grams alone do not count)
 MIN_WORDS = 3
+# where no rule found a failure signal, a line or two of ordinary text is no evidence either
+# ("INFO Loading LlamaForCausalLM weights took 3.2 s" names a model class and nothing else):
+# the model needs about a sentence of words it knows there
+MIN_WORDS_NO_SIGNAL = 6
 
 
 @dataclass(frozen=True)
@@ -150,7 +154,7 @@ def fallback(rules: Diagnosis, text: str, model: LearnedModel | None = None) -> 
     model = model or load()
     if rules.confidence >= model.threshold:
         return rules
-    if model.known_words(text) < MIN_WORDS:
+    if model.known_words(text) < (MIN_WORDS if rules.signal else MIN_WORDS_NO_SIGNAL):
         return rules
     probs = model.probabilities(text)
     if not probs:
