@@ -1,10 +1,10 @@
 """Check the labelled failure-log corpus: format, duplicates and the fit/held-out split.
 
-Each line of ``bench/data/diagnose/{fit,heldout,heldout2,...,heldout8}.jsonl`` is one case
+Each line of ``bench/data/diagnose/{fit,heldout,heldout2,...,heldout9}.jsonl`` is one case
 with exactly the fields id, engine, category, log, remedy, source, gpu, date (``exit_code`` may
 be added when the post states it). The fit/heldout split is decided by the source alone (see
 ``side_of`` and the README next to the data), so this check can tell a case filed on the wrong
-side without reading its log. ``heldout2`` to ``heldout8`` are later held-out
+side without reading its log. ``heldout2`` to ``heldout9`` are later held-out
 sets collected from other issues: any source may go there, but no source may sit in two splits
 (an issue whose thread was read while rules were written cannot test them). A log that carries
 a credential (a signed URL, a token) is refused. Duplicates are refused across all files: a
@@ -54,6 +54,7 @@ SPLITS = (
     "heldout6",
     "heldout7",
     "heldout8",
+    "heldout9",
     "fit2",
 )
 REQUIRED = ("id", "engine", "category", "log", "remedy", "source", "gpu", "date")

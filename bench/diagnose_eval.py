@@ -3,7 +3,7 @@ labelled failure corpus of bench/data/diagnose/.
 
     python bench/diagnose_eval.py
         [--split fit|fit2|heldout|heldout2|retired|heldout3|heldout4|heldout5|heldout6|heldout7
-                 |heldout8|all|legacy]
+                 |heldout8|heldout9|all|legacy]
         [--verbose] [--rules-only | --compare]
     python bench/diagnose_eval.py CORPUS.jsonl [--verbose] [--rules-only | --compare]
 
@@ -24,9 +24,10 @@ measured; all three were measured after rule changes and are retired since 2026-
 rule writers like the first three. ``heldout7``, the seventh, collected on 2026-12-03 once
 ``heldout6`` had been measured after a rule change, was measured three times on 2026-12-06 and is
 retired since, like the others; ``retired`` is all seven. ``heldout8``, the eighth, collected
-on 2026-12-06 once ``heldout7`` was spent, is held out: the fit
-figure is printed on the line before, and case ids and log lines are never printed
-(``--verbose`` is refused): whoever writes rules reads the held-out figure, never its cases.
+on 2026-12-06 once ``heldout7`` was spent, is held out, and so is ``heldout9``, the ninth,
+collected on 2026-12-07 for the measurement after heldout8's: the fit figure is printed on the
+line before, and case ids and log lines are never printed (``--verbose`` is refused): whoever
+writes rules reads the held-out figure, never its cases.
 
 By default a case is diagnosed as ``bringup diagnose`` does: the rules, and the learned
 fallback where no rule is sure (:mod:`bringup.diagnose.learned`). ``--rules-only`` scores the
@@ -58,10 +59,11 @@ SPLITS = (
     "heldout6",
     "heldout7",
     "heldout8",
+    "heldout9",
     "all",
     "legacy",
 )
-HIDDEN = ("heldout8",)  # splits whose cases are never printed
+HIDDEN = ("heldout8", "heldout9")  # splits whose cases are never printed
 # once held out, read by rule writers: heldout and heldout2 since 0187dcd, heldout3 since cb027c2,
 # heldout4 to heldout7 since 2026-12-06
 RETIRED = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7")
@@ -189,9 +191,13 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    if split in HIDDEN and verbose:
+    # a sealed file given by its path is as sealed as its split
+    hidden = split in HIDDEN or (path is not None and path.stem in HIDDEN)
+    if hidden and verbose:
         print(
-            f"--verbose would print held-out cases: it is refused for --split {split}",
+            f"--verbose would print held-out cases: it is refused for --split {split}"
+            if path is None
+            else f"--verbose would print held-out cases: it is refused for {path.name}",
             file=sys.stderr,
         )
         return 2
@@ -199,7 +205,7 @@ def main(argv: list[str]) -> int:
     results = run(cases, learned=not rules_only)
     if verbose:
         _verbose(results)
-    report(results, show_ids=split not in HIDDEN)
+    report(results, show_ids=not hidden)
     if both:
         compare(run(cases, learned=False), results)
     if split in HIDDEN and path is None:

@@ -4,6 +4,7 @@ The retired ones (read by rule writers) print their ids like fit."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -25,7 +26,7 @@ def _module() -> ModuleType:
 ev = _module()
 
 
-@pytest.mark.parametrize("split", ["heldout8"])
+@pytest.mark.parametrize("split", ["heldout8", "heldout9"])
 def test_verbose_is_refused_on_a_held_out_split(
     split: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -33,7 +34,7 @@ def test_verbose_is_refused_on_a_held_out_split(
     assert f"refused for --split {split}" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("split", ["heldout8"])
+@pytest.mark.parametrize("split", ["heldout8", "heldout9"])
 def test_the_later_held_out_splits_are_known_and_hidden(split: str) -> None:
     assert split in ev.SPLITS
     assert split in ev.HIDDEN
@@ -50,5 +51,35 @@ def test_the_retired_splits_print_like_fit(split: str) -> None:
 
 
 def test_an_unknown_split_is_a_user_mistake(capsys: pytest.CaptureFixture[str]) -> None:
-    assert ev.main(["--split", "heldout9"]) == 2
-    assert "heldout8" in capsys.readouterr().err
+    assert ev.main(["--split", "heldout10"]) == 2
+    assert "heldout9" in capsys.readouterr().err
+
+
+def _sealed_copy(tmp_path: Path) -> Path:
+    """A file named like a sealed split, holding one synthetic case the rules get wrong."""
+    case = {
+        "id": "synthetic-case-id-never-printed",
+        "engine": "vllm",
+        "category": "oom_host",
+        "log": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+        "remedy": None,
+        "source": "example/example#1",
+        "gpu": None,
+        "date": None,
+    }
+    path = tmp_path / f"{ev.HIDDEN[-1]}.jsonl"
+    path.write_text(json.dumps(case) + "\n")
+    return path
+
+
+def test_a_sealed_file_given_by_path_is_as_sealed_as_its_split(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _sealed_copy(tmp_path)
+    assert ev.main([str(path), "--verbose"]) == 2
+    assert f"refused for {path.name}" in capsys.readouterr().err
+    assert ev.main([str(path), "--rules-only"]) == 0
+    out = capsys.readouterr().out
+    assert "oom_host -> oom_gpu: 1" in out  # the miss is counted...
+    assert "synthetic-case-id-never-printed" not in out  # ...but never named
+    assert out.splitlines()[-1] == "accuracy=0.0000 n=1"
