@@ -41,6 +41,8 @@ FIRST_MEASURED = (
     # cases of fit2, collected after bfb037e
     ("heldout7", "bfb037e"),
     ("fit2", "bfb037e"),
+    # retired on 2026-12-07 after its one measurement: nothing before d44e4fe read it
+    ("heldout8", "d44e4fe"),
 )
 _RUN = """
 import json, sys
