@@ -54,7 +54,7 @@ from sklearn.model_selection import GroupKFold
 
 from bringup.diagnose import classify
 from bringup.diagnose.diagnosis import UNKNOWN
-from bringup.diagnose.learned import MIN_WORDS, MODEL_PATH, SCHEMA_VERSION
+from bringup.diagnose.learned import MIN_WORDS, MIN_WORDS_NO_SIGNAL, MODEL_PATH, SCHEMA_VERSION
 from bringup.diagnose.learned_features import FEATURES_VERSION, FeatureSettings, features
 
 DATA = Path(__file__).resolve().parent / "data" / "diagnose"
@@ -206,7 +206,8 @@ def _folds(
     return list(kf.split(idx, groups=np.asarray(groups)))
 
 
-Run = tuple[NDArray[Any], list[str], NDArray[Any]]  # logits, classes, where the model declines
+# logits, classes, and how many words and word pairs of each log the model knows
+Run = tuple[NDArray[Any], list[str], NDArray[Any]]
 
 
 def oof_logits(
@@ -214,10 +215,11 @@ def oof_logits(
 ) -> Run:
     """Out-of-fold decision values (log-odds before softmax) for every case; columns in
     the order of the sorted category names (a fold lacking a category gets -inf there); and
-    where the runtime would decline to decide (fewer known words than it needs)."""
+    how many words and word pairs of each log the fold's model knows (the runtime declines to
+    decide below ``MIN_WORDS``, or ``MIN_WORDS_NO_SIGNAL`` where no rule found a signal)."""
     classes = sorted({c.category for c in cases})
     out = np.full((len(cases), len(classes)), -np.inf)
-    declines = np.zeros(len(cases), dtype=bool)
+    known_words = np.zeros(len(cases), dtype=int)
     settings = FEATURE_GRID[choice.features]
     for train, test in folds:
         vec, model = fit_model(
@@ -229,9 +231,8 @@ def oof_logits(
         known = vec.vocabulary_
         for i in test:
             words = {t for t in _memo_features(cases[i].log, settings) if t in known}
-            # the runtime's guard (learned.MIN_WORDS), applied in every figure here as there
-            declines[i] = len({t for t in words if not t.startswith("c:")}) < MIN_WORDS
-    return out, classes, declines
+            known_words[i] = len({t for t in words if not t.startswith("c:")})
+    return out, classes, known_words
 
 
 def softmax(logits: NDArray[Any], temperature: float) -> NDArray[Any]:
@@ -254,12 +255,15 @@ def fit_temperature(logits: NDArray[Any], truth: NDArray[Any]) -> float:
 
 def combine(cases: Sequence[Case], run: Run, how: Combine) -> list[tuple[str, float, bool]]:
     """(label, confidence, decided by the model) for each case, as the runtime combines."""
-    logits, classes, declines = run
+    logits, classes, known_words = run
     probs = softmax(logits, how.temperature)
     out = []
-    for case, p, declined in zip(cases, probs, declines, strict=True):
+    for case, p, words in zip(cases, probs, known_words, strict=True):
         k = int(p.argmax())
-        need = how.p_min_unknown if case.rule_label == UNKNOWN else how.p_min
+        no_signal = case.rule_label == UNKNOWN
+        need = how.p_min_unknown if no_signal else how.p_min
+        # the runtime's guard (learned.fallback), applied in every figure here as there
+        declined = words < (MIN_WORDS_NO_SIGNAL if no_signal else MIN_WORDS)
         if case.rule_conf < how.threshold and p[k] >= need and not declined:
             out.append((classes[k], float(p[k]), classes[k] != case.rule_label))
         else:
@@ -272,9 +276,9 @@ def _acc(flags: Sequence[bool]) -> float:
 
 
 def choose_combine(cases: Sequence[Case], run: Run) -> tuple[Combine, float]:
-    logits, classes, declines = run
+    logits, classes, known_words = run
     truth = np.array([classes.index(c.category) for c in cases])
-    tail = np.array([c.rule_conf < TAIL for c in cases]) & ~declines
+    tail = np.array([c.rule_conf < TAIL for c in cases]) & (known_words >= MIN_WORDS)
     temperature = fit_temperature(logits[tail], truth[tail]) if tail.any() else 1.0
     best: tuple[float, Combine] | None = None
     for threshold, p_min, p_unknown in itertools.product(
@@ -379,12 +383,12 @@ def nested_combine(
     """Temperature, threshold and p_min chosen inside grouped folds of the unseen cases (on
     the other repositories' cases only), applied to the fold's own cases."""
     out = []
-    for seed, (logits, classes, declines) in zip(seeds, runs, strict=True):
+    for seed, (logits, classes, words) in zip(seeds, runs, strict=True):
         results: list[tuple[str, float, bool]] = [("", 0.0, False)] * len(unseen)
         for train, test in _folds([c.group for c in unseen], seed + 100):
-            part: Run = (logits[train], classes, declines[train])
+            part: Run = (logits[train], classes, words[train])
             how, _ = choose_combine([unseen[i] for i in train], part)
-            rest: Run = (logits[test], classes, declines[test])
+            rest: Run = (logits[test], classes, words[test])
             got = combine([unseen[i] for i in test], rest, how)
             for i, g in zip(test, got, strict=True):
                 results[i] = g
@@ -463,7 +467,7 @@ def main(argv: list[str]) -> int:
     print(f"chosen model: {choice.features} C={choice.c} keep={choice.keep}")
     where = [i for i, c in enumerate(cases) if c.unseen_label is not None]
     unseen = [cases[i].unseen() for i in where]
-    unseen_runs: list[Run] = [(lg[where], classes, dec[where]) for lg, classes, dec in runs]
+    unseen_runs: list[Run] = [(lg[where], classes, kw[where]) for lg, classes, kw in runs]
     figs = nested_combine(unseen, unseen_runs, seeds)
     stacked: Run = (
         np.concatenate([r[0] for r in unseen_runs]),

@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 
 from bringup.diagnose import classify
-from bringup.diagnose.learned import MODEL_PATH, SCHEMA_VERSION, LearnedModel, fallback, load
+from bringup.diagnose.learned import (
+    MIN_WORDS_NO_SIGNAL,
+    MODEL_PATH,
+    SCHEMA_VERSION,
+    LearnedModel,
+    fallback,
+    load,
+)
 from bringup.diagnose.learned_features import FEATURES_VERSION, FeatureSettings, features
 from bringup.diagnose.ruleset import GENERIC_REMEDIES
 from bringup.verdict import Category, Stage
@@ -205,3 +212,19 @@ def test_the_runtime_probabilities_equal_scikit_learns() -> None:
         for k, cls in enumerate(model.classes_):
             # the export rounds weights to 5 decimals
             assert got[cls] == pytest.approx(row[k], abs=1e-3)
+
+
+def test_the_trainer_combines_with_the_runtimes_guard() -> None:
+    """Four known words are enough beside a weak rule, not where no rule found a signal:
+    the figures the trainer chooses by must decline where the runtime declines."""
+    train = _trainer()
+    weak = train.Case("log", "oom_gpu", "a/b", "runtime_crash", 0.3)
+    silent = train.Case("log", "oom_gpu", "a/b", train.UNKNOWN, 0.1)
+    np = train.np  # numpy comes with the trainer's extra
+    logits = np.array([[3.0, 0.0], [3.0, 0.0]])
+    run = (logits, ["oom_gpu", "runtime_crash"], np.array([4, 4]))
+    got = train.combine([weak, silent], run, train.Combine(0.45, 0.3, 1.0, 0.5))
+    assert got[0] == ("oom_gpu", pytest.approx(0.9526, abs=1e-4), True)
+    assert got[1] == (train.UNKNOWN, 0.1, False)
+    run = (logits, ["oom_gpu", "runtime_crash"], np.array([4, MIN_WORDS_NO_SIGNAL]))
+    assert train.combine([weak, silent], run, train.Combine(0.45, 0.3, 1.0, 0.5))[1][0] == "oom_gpu"
