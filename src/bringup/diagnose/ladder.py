@@ -48,7 +48,10 @@ parameter name without a slot and loaders refusing an architecture, projector or
 builds, GPU libraries, the driver, CMake, TensorRT versions) in
 :mod:`bringup.diagnose.signals_toolchain`; builds and features without code for this GPU,
 device and host buffers that do not allocate, pending placement groups and settings a server
-names in :mod:`bringup.diagnose.signals_device`.
+names in :mod:`bringup.diagnose.signals_device`; a build without code for this chip's
+instruction set (ROCm libraries without this ``gfx`` target, a CPU without AVX-512) in
+:mod:`bringup.diagnose.signals_isa`; a value outside what the engine can hold (a port past
+65535, a context too small for the requests) in :mod:`bringup.diagnose.signals_limits`.
 Items 1-4 live in :mod:`bringup.diagnose.signals_runtime`, 5-8 in
 :mod:`bringup.diagnose.signals_launch`, and what the model asks for that the code refuses
 (item 6's second half) in :mod:`bringup.diagnose.signals_model`; all are engine-independent
@@ -65,7 +68,9 @@ from bringup.diagnose import (
     signals_device,
     signals_feature,
     signals_frames,
+    signals_isa,
     signals_launch,
+    signals_limits,
     signals_loader,
     signals_message,
     signals_model,
@@ -83,9 +88,11 @@ RULES = RuleSet(
         *signals_backend.RULES,
         *signals_toolchain.RULES,
         *signals_device.RULES,
+        *signals_isa.RULES,
         *signals_loader.RULES,
         *signals_platform.RULES,
         *signals_feature.RULES,
+        *signals_limits.RULES,
         *signals_message.RULES,
         *signals_launch.RULES,
         *signals_model.RULES,

@@ -50,9 +50,11 @@ _LOGGISH = re.compile(
     r"\b(?:traceback|error|failed|exception|warning)\b",
     re.IGNORECASE,
 )
-# not prose: indented code under a traceback frame, caret/tilde markers, separators
+# not prose: indented code under a traceback frame, caret/tilde markers, separators, a
+# listed fact ("- GPU name: ...", "* OS: ...", as an issue template's environment has them)
 _NOT_PROSE_RAW = re.compile(
-    r"^(?:> ?)?(?:\s{3,}\S|[\s~^]*$)|^[^\w]*$|^\s*[$❯%]|^\s*>>> |^\w[\w.-]*: "
+    r"^(?:> ?)?(?:\s{3,}\S|[\s~^]*$)|^[^\w]*$|^\s*[$❯%]|^\s*>>> |^\w[\w.-]*: |"
+    r"^\s*[-*•]\s+\w[\w .()/-]{0,40}: \S"
 )
 # source code shown by a traceback (after the logger prefix is gone)
 _CODE = re.compile(r"^[~^\s]+$|[\w\]]\(|\s=\s|^(?:return|import|from|def|class|raise|assert)\b")

@@ -100,6 +100,17 @@ REFUSED_ONLY = (
 )
 
 
+# A line that gives advice for a case ("if you are running out of memory, consider ...",
+# "to avoid out of memory, ...") names what might happen, not what did. A rule whose
+# pattern starts with this reads only lines where the words it looks for (``(?=...)`` of
+# the caller's) are not under such a condition.
+def not_advised(words: str) -> str:
+    return (
+        r"^(?!(?i:.*\b(?:if (?:you|it|the \w+) (?:are |is |run |get |hit )?\w*|to avoid|"
+        r"prevent\w*|in case of)\b[^.;\n]{0,20}" + words + r")).*?"
+    )
+
+
 def rx(pattern: str, *, case: bool = False) -> re.Pattern[str]:
     return re.compile(pattern, 0 if case else re.IGNORECASE)
 

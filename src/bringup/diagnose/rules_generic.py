@@ -6,7 +6,7 @@ Hugging Face hub print, whichever engine sits on top of them.
 
 from __future__ import annotations
 
-from bringup.diagnose.rule import REFUSED_ONLY, RuleSet, frame_rule, rule
+from bringup.diagnose.rule import REFUSED_ONLY, RuleSet, frame_rule, not_advised, rule
 from bringup.verdict import Category as C
 
 _KILL_PORT = "another process holds the port: stop it or let bringup pick a free port"
@@ -32,7 +32,14 @@ RULES = RuleSet(
             C.OOM_GPU,
             4.5,
         ),
-        rule(r"\bout of memory\b", C.OOM_GPU, 3),
+        # (not where a line gives advice for the case: "if you are running out of memory,
+        # consider ...", "to avoid out of memory, ...")
+        rule(
+            not_advised(r"\bout of memory\b") + r"\bout of memory\b",
+            C.OOM_GPU,
+            3,
+            name="\\bout of memory\\b",  # the id it has always had
+        ),
         rule(
             r"DefaultCPUAllocator: (?:not enough memory|can't allocate memory)|"
             r"Unable to allocate [\d.]+ [KMGT]i?B for an array",
@@ -132,9 +139,21 @@ RULES = RuleSet(
         rule(
             r"illegal memory access|misaligned address|unspecified launch failure|"
             r"device-side assert(?:ion)? triggered|illegal instruction was encountered|"
-            r"CUBLAS_STATUS_EXECUTION_FAILED|CUDA error: an illegal",
+            r"CUBLAS_STATUS_EXECUTION_FAILED|CUDA error: an illegal|"
+            # the same fault as the GPU's kernel driver logs it (dmesg): a kernel that read
+            # or wrote outside its memory
+            r"\bMemory access fault by GPU node\b|\bamdgpu\b.{0,80}\bpage fault\b",
             C.RUNTIME_CRASH,
             4,
+        ),
+        # sampling met logits that overflowed (NaN/inf): the numbers the kernels produced
+        rule(
+            r"\bprobability tensor contains either `?inf`?, `?nan`? or element < 0\b",
+            C.RUNTIME_CRASH,
+            3.5,
+            "the logits overflowed to NaN/inf before sampling (a float16 overflow, a "
+            "quantized kernel's fault): try --dtype bfloat16 or float32, another kernel or "
+            "quantization, or another parallel size",
         ),
         rule(
             r"Segmentation fault|SIGSEGV|core dumped|Fatal Python error|"
@@ -167,6 +186,7 @@ RULES = RuleSet(
             r"DistStoreError|DistNetworkError|DistBackendError|RendezvousTimeoutError|"
             r"RendezvousConnectionError|client socket has timed out|"
             r"Watchdog caught collective operation timeout|ProcessGroupNCCL.*(?:timeout|error)|"
+            r"failure detected by watchdog at work sequence|"
             r"peer access is not supported|Socket Timeout|"
             r"TCPStore.*(?:timed out|timeout|failed)|Timed out .* waiting for (?:clients|workers)",
             C.DISTRIBUTED_FAILURE,
@@ -195,7 +215,8 @@ RULES = RuleSet(
             # NCCL probing for its optional network plugin is not a missing dependency
             r"^(?!.*(?:NET/Plugin|libnccl-net|NCCL INFO))(?:.*cannot open shared object file)|"
             r"error while loading shared libraries|"
-            r"undefined symbol:|GLIBC(?:XX)?_[\d.]+' not found|DLL load failed|"
+            r"undefined symbol:|\.so[.\d]*: undefined symbol\b|GLIBC(?:XX)?_[\d.]+' not found|"
+            r"DLL load failed|"
             r"OSError: .*\.so[.\d]*: cannot|Library not loaded",
             C.MISSING_DEPENDENCY,
             4.5,
@@ -204,8 +225,10 @@ RULES = RuleSet(
         ),
         rule(
             # (not where the engine carries on without it: "falling back ... for the best
-            # performance, please install X" is advice, not the failure)
-            r"^(?!(?i:.*\b(?:fall(?:s|ing)? back|for (?:the )?best performance)\b)).*?"
+            # performance, please install X" is advice, not the failure; nor a deprecation
+            # notice: "a deprecated `x` package ... please install y instead")
+            r"^(?!(?i:.*\b(?:fall(?:s|ing)? back|for (?:the )?best performance|deprecated)\b))"
+            r".*?"
             r"(?:(?:please |pip )install\b|is not installed|requires? (?:the )?[\w.-]+ "
             r"(?:package|library) (?:to be installed|version)|"
             r"version (?:mismatch|conflict)|incompatible version|"
@@ -273,7 +296,8 @@ RULES = RuleSet(
         ),
         # --- model support ----------------------------------------------------------------
         rule(
-            REFUSED_ONLY + r"(?:size mismatch for|does not recognize this architecture|"
+            REFUSED_ONLY + r"(?:size mismatch for|"
+            r"does not recognize (?:this|the `?[\w./-]+`?) (?:model )?architecture|"
             r"model type `?[\w-]+`? (?:is )?not (?:supported|recognized)|"
             r"Unsupported (?:model )?architecture|is not supported for (?:this|the) model|"
             # "... model is not supported with pipeline parallelism" refuses a combination

@@ -47,6 +47,8 @@ RULES: tuple[Rule, ...] = (
         r"\bUR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY\b|\bPI_ERROR_OUT_OF_RESOURCES\b|"
         r"\bZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY\b|\bCUDA_ERROR_OUT_OF_MEMORY\b|"
         r"\bACL_ERROR_RT_MEMORY_ALLOCATION\b|\bNPU out of memory\b|"
+        # CANN's own sentence for the same (error EL0004 and the runtime's allocators)
+        r"\bFailed to apply for memory\b|"
         r"\bDevice memory allocation of size \d+ failed\b|"
         r"\bMTLHeap\w* (?:allocation )?failed\b|"
         r"\b(?:cannot|can't|unable to|failed to) allocate [\d.]+ ?(?:[KMGT]i?B|Bytes) "
@@ -103,6 +105,8 @@ RULES: tuple[Rule, ...] = (
     # --- the device lost or faulted mid-run -----------------------------------------
     rule(
         r"\bVK_ERROR_DEVICE_LOST\b|\be?ErrorDeviceLost\b|\bvk::DeviceLostError\b|\bUR_RESULT_ERROR_DEVICE_LOST\b|"
+        # the same in words, as a Vulkan or WebGPU layer (or a report's title) says it
+        r"\b(?:GPU |Vulkan |the )?[Dd]evice [Ll]ost\b(?! (?:connection|track))|"
         r"\bCUDA_ERROR_(?:ILLEGAL_ADDRESS|LAUNCH_FAILED|ILLEGAL_INSTRUCTION|"
         r"MISALIGNED_ADDRESS|HARDWARE_STACK_ERROR)\b|\bhipErrorIllegalAddress\b|"
         r"\bMTLCommandBufferError\w*|\bGPU Hang Occurred\b|\bXid \d+\b|"

@@ -9,7 +9,7 @@ their concerns in named places, whatever the engine on top:
 - the hub client or an HTTP library: the model could not be fetched;
 - a just-in-time kernel build (``cpp_extension``, ``_run_ninja_build``): the toolchain;
 - the code that connects ranks (PyNccl, custom all-reduce, device communicators, the
-  parallel-state set-up): the distributed set-up;
+  parallel-state set-up, Ray's compiled-graph channels): the distributed set-up;
 - the chat-template renderer (``apply_chat_template``, Jinja): the template refused the
   request;
 - LoRA and structured-output code: the feature the launch or request switched on;
@@ -69,6 +69,14 @@ FRAME_RULES: tuple[FrameRule, ...] = (
         _GUESS,
         "setting up communication between ranks failed: run with NCCL_DEBUG=INFO, check "
         "/dev/shm and peer access between the GPUs (NCCL_P2P_DISABLE=1 to test)",
+    ),
+    frame_rule(
+        _ANY,
+        r"[/\\]ray[/\\](?:experimental[/\\]channel|dag[/\\]compiled_dag)",
+        C.DISTRIBUTED_FAILURE,
+        _GUESS,
+        "the ranks exchange data over Ray's compiled-graph channels and one stopped: check "
+        "that every worker (and node) is alive, and the shared memory (/dev/shm) each has",
     ),
     frame_rule(
         _ANY,

@@ -8,7 +8,7 @@ Assembled with :mod:`bringup.diagnose.signals_runtime` by :mod:`bringup.diagnose
 
 from __future__ import annotations
 
-from bringup.diagnose.rule import FrameRule, Rule, frame_rule, rule
+from bringup.diagnose.rule import FrameRule, Rule, frame_rule, not_advised, rule
 from bringup.verdict import Category as C
 
 _CONTEXT = (
@@ -261,6 +261,17 @@ RULES: tuple[Rule, ...] = (
         "timeout if it is only slow, or look at what it waits on",
         name="hang-evidence",
     ),
+    # a router or launcher polling a worker's /health that has not answered yet: the
+    # worker is still starting (compiling, loading) or stuck there
+    rule(
+        r"\bhealth ?check (?:is |still )?pending\b|"
+        r"\bwaiting for (?:the )?(?:worker|server|engine)s? [^\n]{0,60}?to become healthy\b",
+        C.STARTUP_TIMEOUT_OR_HANG,
+        2.5,
+        "the workers never answered their health check: see how far each worker's own "
+        "log got, and raise the router's worker start-up timeout if it is only slow",
+        name="health-check-still-pending",
+    ),
     # a timeout with no collective named (NCCL/gloo timeouts score higher above)
     rule(
         r"\bTimeoutError\b|\btimed out after \d+|\btimeout (?:after|of \d|expired|reached)|"
@@ -319,11 +330,12 @@ RULES: tuple[Rule, ...] = (
         name="message-host-memory-ran-out",
     ),
     rule(
-        r"\b(?:out of|runs? out of|ran out of|exhaust\w*) (?:GPU |device |video )?"
+        not_advised(r"\b(?:out of|running out of) (?:GPU |device )?(?:VRAM|memory)\b")
+        + r"(?:\b(?:out of|runs? out of|ran out of|exhaust\w*) (?:GPU |device |video )?"
         r"(?:VRAM|memory)\b(?!: Kill)|"
         r"\bgets? (?:an? )?OOM\b|\bOOM(?:s|ed)?\b(?![- ]?kill)|"
         r"\b(?:too large|too big) to fit (?:in|into|on) (?:the )?(?:available )?(?:GPU |device )?"
-        r"(?:memory|VRAM)|\b(?:not enough|insufficient) (?:GPU |video )?(?:VRAM|GPU memory)",
+        r"(?:memory|VRAM)|\b(?:not enough|insufficient) (?:GPU |video )?(?:VRAM|GPU memory))",
         C.OOM_GPU,
         2.0,
         name="message-memory-ran-out",

@@ -22,14 +22,14 @@ Assembled with the other ``signals_*`` modules by :mod:`bringup.diagnose.ladder`
 
 from __future__ import annotations
 
-from bringup.diagnose.rule import Rule, rule
+from bringup.diagnose.rule import Rule, not_advised, rule
 from bringup.verdict import Category as C
 
 _L, _R = r"(?<![A-Za-z])", r"(?![A-Za-z])"
 
 RULES: tuple[Rule, ...] = (
     rule(
-        r"\b(?:hangs?|hanging|hung)\b(?! up\b)|\bstuck\b|\bfreez(?:es|ing)\b|\bdeadlock|"
+        r"\b(?:hangs?|hanging|hung)\b(?! up\b)|\bstuck(?:s|ed)?\b|\bfreez(?:es|ing)\b|\bdeadlock|"
         r"\b(?:no|without) (?:any )?(?:response|log print)\b|"
         r"\bstops? (?:responding|returning|generating)\b|\bnot responding\b|"
         r"\btime(?:s|d)? out indefinitely\b|\binfinite(?:ly)? loading\b|"
@@ -105,7 +105,12 @@ RULES: tuple[Rule, ...] = (
         name="reporter-says-port-taken",
     ),
     rule(
-        _L + r"out of memory" + _R + r"|显存不足|显存不够|爆显存|显存溢出",
+        not_advised(r"out of memory")
+        + r"(?:"
+        + _L
+        + r"out of memory"
+        + _R
+        + r"|显存不足|显存不够|爆显存|显存溢出)",
         C.OOM_GPU,
         1.9,
         name="reporter-says-vram-ran-out",

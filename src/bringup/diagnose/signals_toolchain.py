@@ -15,7 +15,9 @@ that met it, in that tool's words; none is the engine's fault or the model's:
 - ``CMake Error`` while building from source: the build environment (OS release, compiler,
   SDK) the project requires;
 - a TensorRT engine built by another TensorRT(-LLM) version than the one that runs it:
-  tensor names or serialized lengths that differ, versions said to mismatch.
+  tensor names or serialized lengths that differ, versions said to mismatch;
+- pip's resolver reporting conflicts (``requires x==1, but you have x 2 which is
+  incompatible``, ``ResolutionImpossible``): packages of versions that do not fit together.
 
 Assembled with the other ``signals_*`` modules by :mod:`bringup.diagnose.ladder`.
 """
@@ -78,5 +80,18 @@ RULES: tuple[Rule, ...] = (
         "the engine was built by another TensorRT-LLM/TensorRT version than the runtime: "
         "build it with the version the server (or Triton backend) runs",
         name="tensorrt-build-run-versions-differ",
+    ),
+    # pip's resolver, after (or instead of) an install: the packages it leaves in place pin
+    # versions of each other that do not match
+    rule(
+        r"\bpip's dependency resolver does not currently take into account\b|"
+        r"\brequires [\w.\[\]-]+ ?[<>=!~]=?[^,\s]+, but you have [\w.-]+ [^\s]+ which is "
+        r"incompatible\b|"
+        r"\bResolutionImpossible\b|\bthese package versions have conflicting dependencies\b",
+        C.MISSING_DEPENDENCY,
+        3.5,
+        "the installed packages pin versions of each other that conflict: install the "
+        "versions the engine release requires (pip check lists them), in a clean environment",
+        name="pip-dependency-conflict",
     ),
 )

@@ -123,6 +123,41 @@ RULES = RuleSet(
             also=r"loaded meta data with \d+ key-value pairs|llama_model_loader: - kv +\d+:",
             consequence=True,  # an inference from how far loading got, not a named cause
         ),
+        # Ollama's client relaying the runner's refusal ("Error: 500 Internal Server Error:
+        # unable to load model"): the file is one Ollama pulled (or imported) itself, so a
+        # refusal that names no cause is most often an architecture this Ollama release
+        # does not know yet; any named cause (OOM, a missing file) outweighs it
+        rule(
+            r"\b500 Internal Server Error: unable to load model\b",
+            C.MODEL_INCOMPATIBLE,
+            2.6,
+            "the model needs a newer Ollama release (its runner does not know this model's "
+            "architecture): update Ollama, or pull a build of the model for this release",
+            name="ollama-server-cannot-load-its-model",
+            consequence=True,
+        ),
+        # Ollama's server relaying that its runner process died: a crash, its cause in the
+        # runner's own lines (which outweigh this where the log has them)
+        rule(
+            r"\bmodel runner has unexpectedly stopped\b",
+            C.RUNTIME_CRASH,
+            1.8,
+            "the model runner process crashed: the server log (OLLAMA_DEBUG=1) names why; "
+            "try fewer GPU layers or a smaller context if it is memory",
+            name="ollama-runner-stopped",
+            consequence=True,
+        ),
+        # Ollama renders the model's prompt template (Go text/template): a template that
+        # reads a field this release does not pass was written for another release
+        rule(
+            r"\btemplate: [^\n]{0,80}?executing \S* ?at <[^>]+>: can't evaluate field \w+|"
+            r"\btemplate: [^\n]{0,80}?function \"\w+\" not defined\b",
+            C.MODEL_INCOMPATIBLE,
+            3.5,
+            "the model's prompt template was written for another Ollama release: pull the "
+            "model again (its current template) or update Ollama",
+            name="ollama-template-for-another-release",
+        ),
         # memory (ggml backends)
         rule(
             r"ggml_backend_\w+_buffer_type_alloc_buffer: allocating [\d.]+ MiB on device "

@@ -117,6 +117,8 @@ RULES = RuleSet(
         rule(
             r"KV cache is needed, which is larger than the available KV cache memory"
             r"(?:.*estimated maximum model length is (?P<est>\d+))?|"
+            # the head of the same message, where a terminal or a post wrapped the line
+            r"\bTo serve at least one request with the model's max seq len \(\d+\)|"
             r"is larger than the maximum number of tokens that can be stored in KV cache",
             C.OOM_GPU,
             5.5,
@@ -137,6 +139,8 @@ RULES = RuleSet(
             transient=True,
         ),
         rule(
+            # the head alone where the line is wrapped before "GPU memory utilization"
+            r"Free memory on device \(?[\d./ ]+ ?GiB\)? on startup is less than desired|"
             r"Free memory on device .* is less than desired GPU memory utilization",
             C.OOM_GPU,
             5.5,
