@@ -50,8 +50,16 @@ builds, GPU libraries, the driver, CMake, TensorRT versions) in
 device and host buffers that do not allocate, pending placement groups and settings a server
 names in :mod:`bringup.diagnose.signals_device`; a build without code for this chip's
 instruction set (ROCm libraries without this ``gfx`` target, a CPU without AVX-512) in
-:mod:`bringup.diagnose.signals_isa`; a value outside what the engine can hold (a port past
-65535, a context too small for the requests) in :mod:`bringup.diagnose.signals_limits`.
+:mod:`bringup.diagnose.signals_isa`; a GPU target named in words beside a refusal (a generation
+floor, a kernel table without this target, support for a device not implemented) in
+:mod:`bringup.diagnose.signals_arch`; a compile, install or loader that lacks a piece (nvcc's
+fatal lines, a compiler not on the path, a wheel for another platform, macOS's dyld, a GPU's
+device nodes) in :mod:`bringup.diagnose.signals_build`; packages of versions that do not fit,
+as a report words it, in :mod:`bringup.diagnose.signals_versions`; a value outside what the
+engine can hold (a port past 65535, a context too small for the requests) in
+:mod:`bringup.diagnose.signals_limits`; failures while serving requests (a request that failed
+during generation, a KV cache below one sequence, collectives timing out) in
+:mod:`bringup.diagnose.signals_serving`.
 Items 1-4 live in :mod:`bringup.diagnose.signals_runtime`, 5-8 in
 :mod:`bringup.diagnose.signals_launch`, and what the model asks for that the code refuses
 (item 6's second half) in :mod:`bringup.diagnose.signals_model`; all are engine-independent
@@ -64,7 +72,9 @@ Garbage *output* (text that is the engine's answer, not its log) is read by
 from __future__ import annotations
 
 from bringup.diagnose import (
+    signals_arch,
     signals_backend,
+    signals_build,
     signals_device,
     signals_feature,
     signals_frames,
@@ -77,7 +87,9 @@ from bringup.diagnose import (
     signals_platform,
     signals_prose,
     signals_runtime,
+    signals_serving,
     signals_toolchain,
+    signals_versions,
 )
 from bringup.diagnose.rule import RuleSet
 
@@ -87,12 +99,16 @@ RULES = RuleSet(
         *signals_runtime.RULES,
         *signals_backend.RULES,
         *signals_toolchain.RULES,
+        *signals_build.RULES,
+        *signals_versions.RULES,
         *signals_device.RULES,
         *signals_isa.RULES,
+        *signals_arch.RULES,
         *signals_loader.RULES,
         *signals_platform.RULES,
         *signals_feature.RULES,
         *signals_limits.RULES,
+        *signals_serving.RULES,
         *signals_message.RULES,
         *signals_launch.RULES,
         *signals_model.RULES,

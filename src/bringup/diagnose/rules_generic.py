@@ -342,7 +342,9 @@ RULES = RuleSet(
             2,
         ),
         rule(
-            r"^(?:Output|Generated text|Response|Completion)\s*[:=]\s*\S|^assistant$",
+            # (a traceback's source line "output = self.forward(x)" assigns, it answers nothing)
+            r"^(?:Output|Generated text|Response|Completion)\s*(?::|=(?!\s*(?:await\s+)?"
+            r"[\w.\[\]]+\())\s*\S|^assistant$",
             C.GARBAGE_OUTPUT,
             1.2,
         ),

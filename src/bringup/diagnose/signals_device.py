@@ -10,7 +10,8 @@ of :mod:`bringup.diagnose.signals_message`:
   Arch", "not supported before Blackwell", "only supported in FlashAttention 3"), or not on
   a vendor's devices ("not supported for AMD GPUs", "not implemented for HPU...");
 - a CPU that traps an instruction (``invalid opcode``), a Metal shader library that does
-  not compile for this Mac's GPU (``MTLLibraryErrorDomain``);
+  not compile for this Mac's GPU (``MTLLibraryErrorDomain``, ggml's "failed to create
+  library", a device without "a precompiled Metal library");
 
 device memory in an accelerator's or allocator's own words (a Metal buffer "larger than
 buffer maximum", a ggml backend buffer that fails to allocate: the host's for the CPU
@@ -37,7 +38,7 @@ RULES: tuple[Rule, ...] = (
         r"\bonly supports devices of CUDA Capability\b|"
         r"\bcompiled without support for the current GPU architecture\b|"
         r"\bhas no device code compatible with CUDA arch\b|"
-        r"\bno kernel image available\b|"
+        r"\bno kernel image available\b|\b(?:CUDA )?kernel images? (?:is |are )?not available\b|"
         r"\bUnsupported Arch\b(?!i)",
         C.UNSUPPORTED_HARDWARE,
         5,
@@ -64,7 +65,10 @@ RULES: tuple[Rule, ...] = (
         name="cpu-invalid-opcode",
     ),
     rule(
-        r"\bMTLLibraryErrorDomain\b",
+        r"\bMTLLibraryErrorDomain\b|"
+        # the shaders shipped for other GPU families, and compiling them here failed
+        r"\bggml_metal\w*: error: failed to (?:create|compile|load) (?:the )?library\b|"
+        r"\bdevice does not have a precompiled Metal library\b",
         C.UNSUPPORTED_HARDWARE,
         3,
         "the Metal shaders do not compile for this Mac's GPU: run without Metal offload "

@@ -151,7 +151,10 @@ RULES: tuple[Rule, ...] = (
     # "n_tokens <= n_batch"): a request or setting beyond what the launch allows
     rule(
         r"\b(?:Assertion failed|GGML_ASSERT|assert)\b\W{0,3}[\w.>()-]{0,60}?\s*(?:<=?|>=?)\s*"
-        r"[\w.>()-]{0,20}?(?:max|Max|MAX|limit|Limit|n_batch|n_ubatch|n_ctx|capacity)\w*",
+        r"[\w.>()-]{0,20}?(?:max|Max|MAX|limit|Limit|n_batch|n_ubatch|n_ctx|capacity)\w*|"
+        # a maximum that must be a multiple of another setting
+        r"\b(?:Assertion failed|GGML_ASSERT|assert)\b\W{0,3}(?:max|Max|MAX)\w*(?:\.value\(\))?"
+        r"\s*%\s*[\w.>()-]{1,40}?\s*==\s*0\b",
         C.INVALID_CONFIG,
         3,
         "a request or setting exceeds a limit the launch fixed (a maximum length, batch, "

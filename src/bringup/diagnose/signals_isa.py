@@ -9,7 +9,9 @@ chip the loader, the math library or the user says so in their own words:
   launcher that finds "no compatible ROCm GPUs" says the same of the whole device;
 - a CPU without the vector extensions a build uses: "AVX512 instructions which are not
   available", a poster's "I do not have AVX-512", oneDNN that cannot build its ``brgemm``
-  kernel (it needs AVX-512 or AMX), a build that "does not work on old CPUs".
+  kernel (it needs AVX-512 or AMX), a build that "does not work on old CPUs";
+- a compiler refusing to inline an intrinsic the build's target does not enable (GCC's
+  "inlining failed in call to 'always_inline' ...: target specific option mismatch").
 
 A poster's own words are a guess (weight below the classifier's cause); the libraries' and
 loaders' messages decide. Assembled with the other ``signals_*`` modules by
@@ -46,6 +48,18 @@ RULES: tuple[Rule, ...] = (
         "the build uses CPU instructions this machine lacks (AVX2, AVX-512, AMX): use a "
         "build for this CPU (the portable or all-variants one) or another host",
         name="cpu-lacks-the-build-isa",
+    ),
+    # GCC refusing to inline an intrinsic the build's target flags do not enable
+    # ("inlining failed in call to 'always_inline' 'vdotq_s32': target specific option
+    # mismatch"): the target the build was configured for lacks that extension
+    rule(
+        r"\binlining failed in call to ['‘]?always_inline['’]?[^\n]{0,120}?"
+        r"target specific option mismatch\b",
+        C.UNSUPPORTED_HARDWARE,
+        3.5,
+        "the build's target CPU lacks an extension the code uses (dot product, AVX, FP16): "
+        "build with -march for a CPU that has it, or with that code path turned off",
+        name="build-target-lacks-the-intrinsic",
     ),
     rule(
         r"\bI (?:do not|don't) have (?:the )?" + _CPU_ISA + r"\b|"

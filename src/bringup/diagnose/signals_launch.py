@@ -44,7 +44,7 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"is longer than the (?:model's )?(?:maximum )?context length|"
         r"maximum context length is \d+ tokens|"
-        r"exceeds? (?:the )?(?:model's |available )?(?:maximum )?(?:context|max_model_len|"
+        r"exceed(?:s|ed)? (?:the )?(?:model's |available )?(?:maximum )?(?:context|max_model_len|"
         r"max_seq_len|n_ctx)\b|"
         r"(?:prompt|input|request) (?:is )?too long|"
         r"\bmust have (?:less|fewer) than \d+ tokens|"
@@ -210,7 +210,10 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"architectures? \[?[\w', ]*\]? (?:are|is) not (?:yet )?supported|"
         r"(?:sharded|sharding|tensor parallel(?:ism)?) is not supported for|"
-        r"(?:does not|doesn't) support head ?dim",
+        r"(?:does not|doesn't) support head ?dim|"
+        r"\b(?:this|the) model is (?:unknown|unsupported|not supported)(?: or (?:unknown|"
+        r"unsupported|not supported))?\b(?! (?:with|when|together|in combination|alongside|on|"
+        r"for)\b)",
         C.MODEL_INCOMPATIBLE,
         4.5,
         name="model-not-supported",
@@ -223,6 +226,18 @@ RULES: tuple[Rule, ...] = (
         5,
         "no kernel for this GPU: choose a backend, dtype or build that supports it",
         name="no-kernel-for-this-gpu",
+    ),
+    # the same refusal after the flash-attention models failed to import for want of a
+    # module: the install lacks the kernels, whatever the GPU
+    rule(
+        r"requires Flash Attention enabled models",
+        C.MISSING_DEPENDENCY,
+        5.5,
+        "the flash-attention kernels of this install did not import (a module is missing): "
+        "install the server's kernels (its image, or its built extensions) for this GPU",
+        name="flash-attention-models-not-installed",
+        also=r"Could not import Flash Attention enabled models: (?:No module named|cannot import "
+        r"name|Flash Attention is not installed)",
     ),
     # ranks waiting on each other for a message that never comes (vLLM's shared-memory
     # broadcast between its workers): a hang, as it says

@@ -60,7 +60,7 @@ RULES: tuple[Rule, ...] = (
         r"\bonly (?:supported|available|works?|runs?|supports?) (?:on |for )?(?:\w+ ){0,3}"
         r"(?:GPUs?|Hopper|Ampere|Ada|Blackwell|Volta|Turing|sm_?\d{2,3}|SM ?\d{2,3})\b|"
         r"\b(?:GPUs?|devices?) with compute capability (?:>=?|of at least|at least|above)|"
-        r"\b(?:does not|doesn't|do not|don't|cannot|can't) (?:support|run on) (?:this|the "
+        r"\b(?:does not|doesn't|do not|don't|cannot|can't) (?:yet )?(?:support|run on) (?:this|the "
         r"current|your|the installed) (?:GPU|device|architecture|hardware|platform)\b|"
         # the hardware a feature needs, named by what it must support
         r"\brequires? (?:\w+ )?(?:hardware|GPUs?|devices?) with (?:native )?\w+ support\b|"
@@ -130,7 +130,7 @@ RULES: tuple[Rule, ...] = (
     # a world size stated against the one the run has (an engine built for 2 ranks run on 1,
     # an MPI size against tp*pp): a setting of this launch
     rule(
-        r"\bworld ?size\b[^\n]{0,60}?(?:!=|\bdoes(?: not|n't) match\b|\bmismatch|"
+        r"\b(?:world|MPI|mpi) ?size\b[^\n]{0,60}?(?:!=|\bdoes(?: not|n't) match\b|\bmismatch|"
         r"\bis expected to (?:be )?equal\b|\bmust (?:be )?equal\b)",
         C.INVALID_CONFIG,
         2.8,

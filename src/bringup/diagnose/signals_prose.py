@@ -9,10 +9,12 @@ where text of other scripts may touch the word ("报错out of memory": Python co
 word characters, so ``\\b`` finds no edge there).
 
 - a hang: hangs, stuck, freezes, stalls, deadlock, stops responding, no response, nothing
-  happens, never returns, waits forever;
-- wrong text: gibberish, garbage, nonsense, repetitive, incorrect, bad, unreadable or
-  meaningless outputs, random characters, an empty response;
-- a crash: crashes, segfaults, dies, a blue screen, exits without an error;
+  happens, never returns (or returned), waits forever, 挂起;
+- wrong text: gibberish, garbage, nonsense, repetitive, incorrect (however qualified:
+  "semantically incorrect"), bad, unreadable or meaningless outputs, random characters, an
+  empty response, output something corrupts, an answer of punctuation only ("'???'");
+- a crash: crashes, segfaults, dies, a blue screen, exits without an error, a signal named
+  (SIGABRT); a crash the report rules out ("not a crash") is not one;
 - no GPU: not detected, falls back to the CPU, CPU-only mode;
 - memory: "out of memory" touching other scripts, Chinese for VRAM (显存) or RAM (内存)
   running short, and a process killed when its memory crossed a limit (the host's).
@@ -38,10 +40,13 @@ RULES: tuple[Rule, ...] = (
         r"\bloads? forever\b|\bstall(?:s|ed|ing)?\b|\bfrozen\b|\bnothing happens\b|"
         r"\bno (?:further )?progress\b|\bnot progressing\b|\btak(?:es|ing) forever\b|"
         r"\b(?:does not|doesn't|never) (?:return|respond|finish|complete)s?\b|"
+        # the same in the past tense, and "respond" misspelt as its noun
+        r"\bnever (?:returned|responded|finished|completed|came back)\b|"
+        r"\b(?:does not|doesn't|did not|didn't) (?:give (?:any |a )?)?response\b|"
         r"\b(?:keeps?|kept) waiting\b|\bwait(?:s|ing)? forever\b|"
         r"\bsuddenly stops\b|\bwon't resume\b|\btook too long\b|"
         r"\btardó demasiado\b|"
-        r"卡住|卡死|无响应",
+        r"卡住|卡死|无响应|挂起|没有响应|一直等待",
         C.STARTUP_TIMEOUT_OR_HANG,
         1.8,
         "the report says the engine stopped making progress: give the log's last lines, "
@@ -66,8 +71,17 @@ RULES: tuple[Rule, ...] = (
         # the subject and its verdict a few words apart ("the output of the quantized model
         # is always nonsense", "the generation on this GPU is not correct")
         r"\b(?:outputs?|generations?|completions?|responses?|answers?)\b[^.\n]{0,40}?\b(?:is|are|"
-        r"was|were) (?:always |often |sometimes |still |clearly )?(?:nonsense|garbage|gibberish|"
-        r"not correct|incorrect)\b|"
+        r"was|were) (?:always |often |sometimes |still |clearly )?(?:\w+ly )?(?:nonsense|garbage|"
+        r"gibberish|not correct|incorrect)\b|"
+        # something that spoils the text ("the FP8 KV cache corrupts output", "produces
+        # corrupted, non-terminating output")
+        r"\bcorrupt(?:s|ed|ing)? (?:the |its |their )?(?:\w+ )?(?:outputs?|generations?|"
+        r"completions?|responses?|answers?|text)\b|"
+        r"\b(?:produces?|generates?|returns?|gives?|outputs?) (?:\w+ )?corrupted\b[^.\n]{0,40}?"
+        r"\b(?:outputs?|text|responses?|answers?|tokens)\b|"
+        # an answer of punctuation only, described ("produces '???????'")
+        r"\b(?:produces?|generates?|returns?|outputs?|gives?|prints?|responds? with|replies "
+        r"with) (?:only |just )?['\"`‘“]?[?!#�]{3,}|"
         r"\b(?:returns?|gives?|produces?|generates?) (?:an? |only )?(?:empty|blank) "
         r"(?:responses?|outputs?|strings?|content|text|answers?)\b",
         C.GARBAGE_OUTPUT,
@@ -75,9 +89,13 @@ RULES: tuple[Rule, ...] = (
         name="reporter-says-wrong-text",
     ),
     rule(
-        r"\bcrash(?:es|ed|ing)?\b|\bcrush(?:es|ed)?\b|\bsegfaults?\b|\bblue screen\b|"
+        # a crash the report rules out ("not a crash", "no crash") is not one
+        # ("it does not crash if ..." says it crashes otherwise)
+        r"^(?!(?i:.*(?:\b(?:not|never)\b(?: \w+){0,5} (?:an?|any) crash\b|\bno crash(?:es)?\b|"
+        r"\bwithout (?:an? |any )?crash))).*?"
+        r"(?:\bcrash(?:es|ed|ing)?\b|\bcrush(?:es|ed)?\b|\bsegfaults?\b|\bblue screen\b|"
         r"\bBSOD\b|\bexits? (?:without|with no) (?:any )?(?:error|message)|"
-        r"\bsilently exits?\b|\bthe process (?:exits|dies|died)\b",
+        r"\bsilently exits?\b|\bthe process (?:exits|dies|died)\b|\bSIG(?:ABRT|BUS)\b)",
         C.RUNTIME_CRASH,
         1.6,
         name="reporter-says-crash",

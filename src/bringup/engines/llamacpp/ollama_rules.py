@@ -35,10 +35,23 @@ RULES = RuleSet(
         ),
         rule(
             r"requires a newer version of Ollama|not supported by your version of Ollama|"
-            r"unsupported model (?:format|type)",
+            r"unsupported model (?:format|type)|"
+            # the registry's 412 (precondition failed) is its answer to a client too old for
+            # the model, whether or not the explanation under it was posted
+            r"\bpull model manifest: 412\b",
             C.MODEL_INCOMPATIBLE,
             5.5,
             "upgrade Ollama",
+        ),
+        # the runner cut a prompt longer than the context it was given (num_ctx): the
+        # model answers the prompt's tail only
+        rule(
+            r"\btruncating input prompt\b[^\n]*\blimit=\d+ prompt=\d+",
+            C.INVALID_CONFIG,
+            3.5,
+            "the prompt is longer than the context the model was loaded with: raise num_ctx "
+            "(the request's options or OLLAMA_CONTEXT_LENGTH) or send a shorter prompt",
+            name="prompt-truncated-to-context",
         ),
         # the scheduler's own estimate refusing a model the host cannot hold (server/sched.go)
         rule(
