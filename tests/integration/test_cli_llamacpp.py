@@ -29,6 +29,25 @@ def _bringup(*args: str, cwd: Path) -> subprocess.Popen[bytes]:
     )
 
 
+# a sweep of a reference and two trials, each launched, checked and benchmarked: about 100 s on
+# a quiet 2-core machine, over 300 s beside two CPU hogs; the bound only catches a stuck sweep
+SWEEP_BOUND_S = 1200.0
+
+
+def _output(proc: subprocess.Popen[bytes]) -> str:
+    """What the sweep printed; a sweep still running at the bound is stopped as Ctrl-C
+    would stop it (its engine with it) before the test fails."""
+    try:
+        return proc.communicate(timeout=SWEEP_BOUND_S)[0].decode()
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=INTERRUPT_GRACE_S + 30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        raise
+
+
 def _gone(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
@@ -99,10 +118,10 @@ def test_rerun_resumes_from_store(
 ) -> None:
     (tmp_path / "s.toml").write_text(spec_text_factory(gemma_path, GRID))
     first = _bringup("sweep", "s.toml", "--db", "b.db", "--max-trials", "2", cwd=tmp_path)
-    out1 = first.communicate(timeout=300)[0].decode()
+    out1 = _output(first)
     assert first.returncode in (0, 1), out1
     second = _bringup("sweep", "s.toml", "--db", "b.db", cwd=tmp_path)
-    out2 = second.communicate(timeout=300)[0].decode()
+    out2 = _output(second)
     assert second.returncode == 0, out2
     store = Store(tmp_path / "b.db")
     runs = store.db.execute("SELECT id FROM runs ORDER BY created").fetchall()
