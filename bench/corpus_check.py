@@ -44,8 +44,11 @@ CATEGORIES = (
     "garbage_output",
     "runtime_crash",
 )
-SPLITS = (
-    "fit",
+# the one list of which held-out set is where: retiring a set, or sealing a new one, is an edit
+# here, and diagnose_eval, diagnose_train and corpus_add follow
+# once held out, read by rule writers: heldout and heldout2 since 0187dcd, heldout3 since cb027c2,
+# heldout4 to heldout7 since 2026-12-06, heldout8 since 2026-12-07
+RETIRED = (
     "heldout",
     "heldout2",
     "heldout3",
@@ -54,9 +57,9 @@ SPLITS = (
     "heldout6",
     "heldout7",
     "heldout8",
-    "heldout9",
-    "fit2",
 )
+SEALED = ("heldout9",)  # never read by rule writers; their cases are never printed
+SPLITS = ("fit", "fit2", *RETIRED, *SEALED)
 REQUIRED = ("id", "engine", "category", "log", "remedy", "source", "gpu", "date")
 OPTIONAL = ("exit_code",)
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]{2,99}$")

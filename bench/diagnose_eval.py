@@ -47,36 +47,12 @@ from typing import Any
 
 from bringup.diagnose import classify
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # beside corpus_check, however loaded
+from corpus_check import RETIRED, SEALED
+
 DATA = Path(__file__).resolve().parent / "data" / "diagnose"
-SPLITS = (
-    "fit",
-    "fit2",
-    "heldout",
-    "heldout2",
-    "retired",
-    "heldout3",
-    "heldout4",
-    "heldout5",
-    "heldout6",
-    "heldout7",
-    "heldout8",
-    "heldout9",
-    "all",
-    "legacy",
-)
-HIDDEN = ("heldout9",)  # splits whose cases are never printed
-# once held out, read by rule writers: heldout and heldout2 since 0187dcd, heldout3 since cb027c2,
-# heldout4 to heldout7 since 2026-12-06, heldout8 since 2026-12-07
-RETIRED = (
-    "heldout",
-    "heldout2",
-    "heldout3",
-    "heldout4",
-    "heldout5",
-    "heldout6",
-    "heldout7",
-    "heldout8",
-)
+SPLITS = ("fit", "fit2", *RETIRED, "retired", *SEALED, "all", "legacy")
+HIDDEN = SEALED  # splits whose cases are never printed
 BANDS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.85), (0.85, 1.01))
 
 
