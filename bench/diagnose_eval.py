@@ -3,7 +3,7 @@ labelled failure corpus of bench/data/diagnose/.
 
     python bench/diagnose_eval.py
         [--split fit|fit2|heldout|heldout2|retired|heldout3|heldout4|heldout5|heldout6|heldout7
-                 |heldout8|heldout9|all|legacy]
+                 |heldout8|heldout9|heldout10|all|legacy]
         [--verbose] [--rules-only | --compare]
     python bench/diagnose_eval.py CORPUS.jsonl [--verbose] [--rules-only | --compare]
 
@@ -26,7 +26,8 @@ rule writers like the first three. ``heldout7``, the seventh, collected on 2026-
 retired since, like the others. ``heldout8``, the eighth, collected on 2026-12-06 once
 ``heldout7`` was spent, was measured once on 2026-12-07 and retired the same day; ``retired`` is
 all eight. ``heldout9``, the ninth, collected on 2026-12-07 for the measurement after heldout8's
-rule round, is held out: the fit figure is printed on the
+rule round, and ``heldout10``, the tenth, collected on 2026-12-07 (evening) so that heldout9 can
+be retired once it is measured, are held out: the fit figure is printed on the
 line before, and case ids and log lines are never printed (``--verbose`` is refused): whoever
 writes rules reads the held-out figure, never its cases.
 
