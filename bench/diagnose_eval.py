@@ -189,6 +189,10 @@ def main(argv: list[str]) -> int:
         )
         return 2
     cases = _load(path) if path else cases_of(split)
+    if not cases:
+        where = path if path is not None else f"--split {split}"
+        print(f"{where} holds no case yet: add cases (bench/corpus_add.py) first", file=sys.stderr)
+        return 2
     results = run(cases, learned=not rules_only)
     if verbose:
         _verbose(results)

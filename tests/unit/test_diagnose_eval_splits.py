@@ -87,3 +87,14 @@ def test_a_sealed_file_given_by_path_is_as_sealed_as_its_split(
     assert "oom_host -> oom_gpu: 1" in out  # the miss is counted...
     assert "synthetic-case-id-never-printed" not in out  # ...but never named
     assert out.splitlines()[-1] == "accuracy=0.0000 n=1"
+
+
+def test_an_empty_split_is_refused_not_scored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert ev.main([str(empty)]) == 2
+    captured = capsys.readouterr()
+    assert "holds no case yet" in captured.err
+    assert "accuracy=" not in captured.out
