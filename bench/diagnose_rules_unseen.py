@@ -43,6 +43,8 @@ FIRST_MEASURED = (
     ("fit2", "bfb037e"),
     # retired on 2026-12-07 after its one measurement: nothing before d44e4fe read it
     ("heldout8", "d44e4fe"),
+    # retired on 2026-12-07 (evening) after its one measurement, on c8dfc64
+    ("heldout9", "c8dfc64"),
 )
 _RUN = """
 import json, sys

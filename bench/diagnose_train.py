@@ -6,7 +6,7 @@ Needs scikit-learn (``pip install -e '.[train]'``); the runtime does not
 (:mod:`bringup.diagnose.learned` applies the exported JSON in pure Python).
 
 Data: ONLY ``fit.jsonl``, ``fit2.jsonl`` and the retired held-out sets (``heldout`` to
-``heldout8``), all of which rule writers may read. The sealed set (``heldout9``) is never
+``heldout9``), all of which rule writers may read. The sealed set (``heldout10``) is never
 opened here:
 :data:`ALLOWED` is the whole list of files this script reads.
 
@@ -17,7 +17,7 @@ shuffles:
 1. the model: feature settings and regularisation ``C`` (the terms of largest weight are
    kept and the model refitted on those alone, so the export is exactly the fitted model),
    by out-of-fold accuracy over all allowed cases;
-2. the combination, on heldout2 to heldout8 and fit2 as the rules answered them *before* any rule
+2. the combination, on heldout2 to heldout9 and fit2 as the rules answered them *before* any rule
    writer had read them (``rules_unseen.jsonl``, from ``bench/diagnose_rules_unseen.py``):
    today's rules were written from every allowed case, so tuned against them a fallback
    would trust the rules far more than unseen logs warrant. Chosen there: the temperature
