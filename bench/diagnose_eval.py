@@ -26,10 +26,10 @@ rule writers like the first three. ``heldout7``, the seventh, collected on 2026-
 retired since, like the others. ``heldout8``, the eighth, collected on 2026-12-06 once
 ``heldout7`` was spent, was measured once on 2026-12-07 and retired the same day; ``retired`` is
 all nine with ``heldout9``, the ninth, collected on 2026-12-07 for the measurement after
-heldout8's rule round, measured once on ``c8dfc64`` and retired that evening. ``heldout10``, the
-tenth, collected on 2026-12-07 (evening) before heldout9 was retired, is held out: the fit figure is printed on the
-line before, and case ids and log lines are never printed (``--verbose`` is refused): whoever
-writes rules reads the held-out figure, never its cases.
+heldout8's rule round, measured once on ``c8dfc64`` and retired that evening. ``heldout10``,
+the tenth, collected on 2026-12-07 (evening) before heldout9 was retired, is held out: the fit
+figure is printed on the line before, and case ids and log lines are never printed
+(``--verbose`` is refused): whoever writes rules reads the held-out figure, never its cases.
 
 By default a case is diagnosed as ``bringup diagnose`` does: the rules, and the learned
 fallback where no rule is sure (:mod:`bringup.diagnose.learned`). ``--rules-only`` scores the

@@ -87,7 +87,9 @@ def test_an_unknown_exception_is_read_by_its_type_not_as_a_crash(exception: str,
         "you must provide a chat template if the tokenizer does not define one.",
     ],
 )
-def test_a_missing_chat_template_is_a_setting_to_pass(message: str) -> None:
+def test_a_missing_chat_template_is_the_models(message: str) -> None:
+    # the tokenizer brings no template: the model's (the labelling convention reads the
+    # tokenizer as the model's), with the flag that works around it in the remedy
     d = classify(
         "INFO 05-01 10:00:00 [serving_chat.py:1] chat request\n"
         "Traceback (most recent call last):\n"
@@ -95,7 +97,7 @@ def test_a_missing_chat_template_is_a_setting_to_pass(message: str) -> None:
         ", line 1621, in apply_chat_template\n" + message,
         engine="vllm",
     )
-    assert d.category is C.INVALID_CONFIG
+    assert d.category is C.MODEL_INCOMPATIBLE
     assert d.remedy and "--chat-template" in d.remedy
 
 

@@ -58,7 +58,8 @@ device nodes) in :mod:`bringup.diagnose.signals_build`; packages of versions tha
 as a report words it, in :mod:`bringup.diagnose.signals_versions`; a value outside what the
 engine can hold (a port past 65535, a context too small for the requests) in
 :mod:`bringup.diagnose.signals_limits`; failures while serving requests (a request that failed
-during generation, a KV cache below one sequence, collectives timing out) in
+during generation, a KV cache below one sequence, collectives timing out, an engine step
+that timed out, a KV cache that did not move between disaggregated instances) in
 :mod:`bringup.diagnose.signals_serving`.
 Items 1-4 live in :mod:`bringup.diagnose.signals_runtime`, 5-8 in
 :mod:`bringup.diagnose.signals_launch`, and what the model asks for that the code refuses

@@ -12,8 +12,11 @@ answers on its own and runs the same garbage detectors the correctness check use
   garbage there is evidence when the stretch is long enough to judge.
 
 ``output_signals(lines)`` returns (line index, weight, reason) per finding. Log lines are
-never judged as text: a progress bar or a hex dump is not an answer. ``prose_lines`` says
-which lines read as loose text (a log made only of them is a posted answer, not a log).
+never judged as text: a progress bar, a hex dump or an engine's listing of a device
+("Device 0: ..., compute capability 6.1, VMM: yes") is not an answer; nor is an empty
+answer the server aborted (``finish_reason`` abort or error: the message beside it says
+why). ``prose_lines`` says which lines read as loose text (a log made only of them is a
+posted answer, not a log).
 """
 
 from __future__ import annotations
@@ -54,7 +57,16 @@ _LOGGISH = re.compile(
 # listed fact ("- GPU name: ...", "* OS: ...", as an issue template's environment has them)
 _NOT_PROSE_RAW = re.compile(
     r"^(?:> ?)?(?:\s{3,}\S|[\s~^]*$)|^[^\w]*$|^\s*[$❯%]|^\s*>>> |^\w[\w.-]*: |"
-    r"^\s*[-*•]\s+\w[\w .()/-]{0,40}: \S"
+    r"^\s*[-*•]\s+\w[\w .()/-]{0,40}: \S|"
+    # a record of fields, as an engine lists a device ("Device 0: NVIDIA GeForce GTX 1080
+    # Ti, compute capability 6.1, VMM: yes"): two "name: value" pairs on one line
+    r"^\s*\w[\w ().-]{0,30}: [^:\n]{1,120}?, [\w ]{1,30}: \S"
+)
+# an answer cut off by the server (the request aborted or failed): its empty text is the
+# failure's consequence, and the message beside it says why
+_ABORTED = re.compile(
+    r"""["']finish_reason["']\s*:\s*\{?\s*(?:["']type["']\s*:\s*)?["'](?:abort|error)["']""",
+    re.IGNORECASE,
 )
 # source code shown by a traceback (after the logger prefix is gone)
 _CODE = re.compile(r"^[~^\s]+$|[\w\]]\(|\s=\s|^(?:return|import|from|def|class|raise|assert)\b")
@@ -165,7 +177,8 @@ def output_signals(lines: list[str]) -> list[tuple[int, float, str]]:
             judged += 1
             flush()
             if _EMPTY.match(value.strip()):
-                found.append((i, _FIELD_WEIGHT, "the answer is empty"))
+                if not _ABORTED.search(text):
+                    found.append((i, _FIELD_WEIGHT, "the answer is empty"))
                 continue
             m = _QUOTED.match(value.strip())
             reason = _judge_answer((m.group("inner") if m else value).replace("\\n", "\n"))

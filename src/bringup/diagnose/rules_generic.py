@@ -78,7 +78,11 @@ RULES = RuleSet(
         ),
         rule(
             r"\bMemoryError\b|std::bad_alloc|Cannot allocate memory|ENOMEM\b|"
-            r"(?:unable|failed) to allocate CPU buffer|model requires more system memory",
+            r"(?:unable|failed) to allocate CPU buffer|model requires more system memory|"
+            # a pool in host RAM (a hierarchical KV cache, a swap space) checked against
+            # what is free
+            r"\b(?:not enough|insufficient) (?:free )?(?:host|system|CPU) (?:memory|RAM)\b|"
+            r"\bhost memory (?:is )?(?:insufficient|exhausted|not enough)\b",
             C.OOM_HOST,
             4,
         ),

@@ -11,10 +11,13 @@ whichever engine printed it, so these rules read the names, not one project's se
   a post cuts the heading);
 - the driver stack cannot start (``cuInit`` failing, NVML's version mismatch, an
   incompatible Vulkan driver, no device of the requested type): an install;
-- no code for this device (no binary for the GPU, ``ptxas`` asking for a newer target);
+- no code for this device (no binary for the GPU, ``ptxas`` asking for a newer target, a
+  ROCm kernel image for another target, a TMA descriptor on a GPU without TMA); a CUDA kernel
+  image the driver cannot load (PTX newer than the driver) is an install;
 - the device was lost or faulted mid-run: a crash;
 - a compiled engine (TensorRT) that cannot be read back: the plan or its plugins were
-  serialized by another version (an install), its file cannot be opened (a model file),
+  serialized by another version (an install; so is an input tensor the runtime asks for
+  and the engine lacks), its file cannot be opened (a model file),
   or a request's shape lies outside the optimization profile it was built with (a setting:
   lengths and batch sizes are fixed at build time).
 
@@ -102,6 +105,39 @@ RULES: tuple[Rule, ...] = (
         "choose a kernel, quantization or backend this GPU supports",
         name="runtime-no-code-for-this-device",
     ),
+    # a kernel image the runtime will not load. CUDA's (cudaErrorInvalidKernelImage) comes
+    # of PTX the driver cannot compile: a toolkit newer than the driver built it (an
+    # install); ROCm's of code objects for another gfx target (the GPU)
+    rule(
+        r"\b(?:CUDA|Triton Error \[CUDA\])\b[^\n]{0,40}?\bdevice kernel image is invalid\b|"
+        r"\bcudaErrorInvalidKernelImage\b|\bCUDA_ERROR_INVALID_IMAGE\b",
+        C.MISSING_DEPENDENCY,
+        4.5,
+        "the driver cannot load the build's GPU code (most often PTX from a CUDA toolkit "
+        "newer than the driver): update the driver, or use a build made for this driver and "
+        "this GPU's compute capability",
+        name="cuda-kernel-image-not-loadable",
+    ),
+    rule(
+        r"\b(?:ROCm|HIP)\b[^\n]{0,40}?\bdevice kernel image is invalid\b|"
+        r"\bhipErrorInvalidImage\b",
+        C.UNSUPPORTED_HARDWARE,
+        4.5,
+        "the build holds no code objects for this GPU's gfx target: build for it "
+        "(AMDGPU_TARGETS / GPU_TARGETS) or use a backend that supports the GPU",
+        name="rocm-kernel-image-not-for-this-gpu",
+    ),
+    # the Tensor Memory Accelerator is Hopper's (sm_90) and newer: a kernel that sets up a
+    # TMA descriptor on an older GPU (Ampere, Ada, Jetson Orin) fails here
+    rule(
+        r"\bFailed to initiali[sz]e (?:the )?TMA descriptor\b|"
+        r"\bTMA descriptor\b[^\n]{0,40}?\b(?:failed|error|invalid)\b",
+        C.UNSUPPORTED_HARDWARE,
+        3.5,
+        "the kernel uses the TMA unit of Hopper-class GPUs (sm_90 and newer): on an older GPU "
+        "choose another attention backend or kernel",
+        name="tma-descriptor-not-initialised",
+    ),
     # --- the device lost or faulted mid-run -----------------------------------------
     rule(
         r"\bVK_ERROR_DEVICE_LOST\b|\be?ErrorDeviceLost\b|\bvk::DeviceLostError\b|\bUR_RESULT_ERROR_DEVICE_LOST\b|"
@@ -129,7 +165,9 @@ RULES: tuple[Rule, ...] = (
     # --- a compiled engine that cannot be read back ---------------------------------
     rule(
         r"\bstdArchiveReader\b|\bdeserializePlugin\b|"
-        r"\bmagicTagRead == (?:kMAGIC_TAG|magicTag)\b|\bkSERIALIZATION_VERSION\b",
+        r"\bmagicTagRead == (?:kMAGIC_TAG|magicTag)\b|\bkSERIALIZATION_VERSION\b|"
+        # the runtime asks the engine for an input its builder (another version) did not make
+        r"\bInput tensor '\w+' not found; expected shape\b",
         C.MISSING_DEPENDENCY,
         3.5,
         _PLAN,

@@ -7,8 +7,9 @@ engine's fault, the model's or the GPU's):
 - the CUDA compiler's own fatal lines (``nvcc fatal : ...``); one naming a GPU target it
   does not know (``Unsupported gpu architecture 'compute_120a'``) says the toolkit is
   older than the GPU, not that the GPU is unsupported;
-- a compiler or build tool the build runs that is not on the path (``No such file or
-  directory: 'nvcc'``, ``hipcc: command not found``);
+- a compiler, linker or build tool the build runs that is not on the path (``No such file or
+  directory: 'nvcc'``, ``hipcc: command not found``, ``collect2: fatal error: cannot find
+  'ld'``), or any program the engine starts ("text-generation-server not found in PATH");
 - a compiler without an intrinsic the code calls (``implicit declaration of function
   'vld1q_s16_x2'``): its headers are older than the code;
 - a build configuration that finds no headers, loader or SDK for a backend ("Level Zero
@@ -50,12 +51,26 @@ RULES: tuple[Rule, ...] = (
         r"\bnvcc fatal\s*:|"
         r"\bNo such file or directory: '(?:[^'\n]*/)?" + _TOOL + r"'|"
         r"\b" + _TOOL + r": (?:command )?not found\b|"
+        # the linker a compiler calls (torch.compile, Triton and JIT builds run gcc)
+        r"\bcollect2: (?:fatal )?error: cannot find ['‘`]?ld['’`]?|"
+        r"\b(?:cannot|can't|could not|unable to) find (?:the )?linker\b|"
         r"\bimplicit declaration of function ['‘`]?(?:v\w+_[su]\d+\w*|v\w+_[fpu]\d+\w*|"
         r"_mm\d*_\w+|__builtin_\w+)['’`]?",
         C.MISSING_DEPENDENCY,
         3.5,
         _TOOLKIT,
         name="compiler-toolchain-lacks-a-piece",
+    ),
+    # a program the engine starts is not installed where it looks (a launcher's server
+    # binary, a Go exec): the install lacks it, whatever failed after
+    rule(
+        r"\b[\w.-]+['\"]? (?:was |is )?not found in (?:your |the )?\$?PATH\b|"
+        r"\bexecutable file not found in \$?PATH\b",
+        C.MISSING_DEPENDENCY,
+        4.5,
+        "a program the engine runs is not installed (or not on the PATH of the process): "
+        "install it (the engine's server component, the tool named) or fix PATH",
+        name="program-not-on-path",
     ),
     rule(
         r"\b(?:headers|header files|SDK|toolkit|development files|loader (?:or|and) headers)"

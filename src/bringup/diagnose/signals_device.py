@@ -9,6 +9,8 @@ of :mod:`bringup.diagnose.signals_message`:
 - a feature allowed only on named generations ("cannot be enabled except on Ada or Hopper
   Arch", "not supported before Blackwell", "only supported in FlashAttention 3"), or not on
   a vendor's devices ("not supported for AMD GPUs", "not implemented for HPU...");
+- a kernel that exists only for CUDA given a tensor in host memory ("must be a CUDA
+  tensor"): the engine runs without a GPU;
 - a CPU that traps an instruction (``invalid opcode``), a Metal shader library that does
   not compile for this Mac's GPU (``MTLLibraryErrorDomain``, ggml's "failed to create
   library", a device without "a precompiled Metal library");
@@ -104,6 +106,18 @@ RULES: tuple[Rule, ...] = (
         "the Ray cluster cannot place one GPU bundle per rank: check ``ray status`` (every "
         "node joined with its GPUs) or lower the parallel size to the GPUs there",
         name="ray-placement-group-pending",
+    ),
+    # a GPU kernel handed a tensor in host memory: the engine runs without a GPU (a CPU-only
+    # container or machine) and reached code that exists only for CUDA
+    rule(
+        r"\b\w+ (?:must be|should be|is not) an? CUDA tensor\b|"
+        r"\bexpected (?:an? )?CUDA tensor\b[^\n]{0,40}?\bgot (?:a )?CPU\b",
+        C.UNSUPPORTED_HARDWARE,
+        3,
+        "a kernel that exists only for CUDA GPUs got a tensor in host memory: this path "
+        "needs an NVIDIA GPU (give the container the GPU, --gpus all), or use the engine's "
+        "CPU build",
+        name="cuda-only-kernel-without-gpu",
     ),
     # --- settings a server names outright -------------------------------------------
     rule(

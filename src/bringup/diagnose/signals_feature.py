@@ -15,10 +15,14 @@ model asked to generate, a text model sent an image), which is the model's:
 - speculative decoding: a draft or method the configuration cannot combine;
 - structured output: a grammar or schema that does not parse or is not supported;
 - the task: embeddings or pooling not enabled, or a model that cannot do the task asked;
-- chat templates: a Jinja template that raised (roles that must alternate, an undefined
-  variable), tool calling without its parser;
+- chat templates: a template that raised on the messages (roles that must alternate) or
+  that the launch names and the engine cannot find, tool calling without its parser; a
+  template that does not parse or render under the engine's Jinja (a syntax error, an
+  operator on an undefined value) is the model's (its tokenizer ships it), not a setting;
 - an assertion or exception whose message names a setting (a ``--flag``, a snake_case
   option such as ``max_num_seqs`` or ``tp_size``) beside a constraint: the value refused;
+- a feature that another setting rules out ("cannot be enabled because ... is not
+  supported");
 - a setting of the model's own config that contradicts a flag (quantization given twice).
 
 Weights sit with the message grammar (2.4-3.5): below a rule that names the cause outright,
@@ -120,11 +124,11 @@ RULES: tuple[Rule, ...] = (
         name="task-not-enabled",
     ),
     # --- chat templates and tool calling ---------------------------------------------------
+    # the template raised on purpose (``raise_exception``: the messages break its rules) or
+    # tool calling without its parser: the request or the launch
     rule(
-        r"\bJinja(?:2)?\b[^\n]{0,40}?\b(?:Exception|Error|error)\b|"
-        r"\bjinja2\.exceptions\.\w+|\bTemplate(?:Syntax|Runtime)?Error\b|"
+        r"\bJinja(?:2)? Exception\b|"
         r"\braise_exception\(|\broles must alternate\b|"
-        r"\bchat[_ ]template\b[^.\n]{0,60}?\b(?:error|failed|invalid|exception)\b|"
         r"\b(?:tool_choice|tool[_ ]call(?:ing)?|auto tool choice)\b[^.\n]{0,80}?"
         r"\b(?:requires?|must|not supported|enable-auto-tool-choice|tool-call-parser)\b",
         C.INVALID_CONFIG,
@@ -134,6 +138,36 @@ RULES: tuple[Rule, ...] = (
         "parser the model needs",
         name="chat-template-refused",
         flags=("--chat-template", "--enable-auto-tool-choice", "--tool-call-parser"),
+    ),
+    # a template the launch names that the engine does not have (a file path given where a
+    # built-in name is read, a file that is not there): the flag
+    rule(
+        r"\bchat[_ ]template\b[^\n]{0,120}?\b(?:is not a (?:built-?in|registered|known|valid) "
+        r"(?:chat )?(?:template )?name|(?:file )?(?:not found|does not exist|no such file))\b",
+        C.INVALID_CONFIG,
+        4,
+        "the chat template the launch names is neither a built-in name nor a file the engine "
+        "can read: give an existing file's path (or a name the engine lists)",
+        name="chat-template-not-found",
+        flags=("--chat-template",),
+    ),
+    # the template itself does not parse or render under this engine's Jinja (a syntax the
+    # renderer lacks, an operator on an undefined value): the model's template, as its
+    # tokenizer ships it (the labelling convention: the tokenizer's, so the model's)
+    rule(
+        # (the error word in a lookahead: the literal prefilter then keys on "jinja")
+        r"\bJinja(?:2)?\b(?=[^\n]{0,40}?\berror\b)|"
+        r"\bjinja2\.exceptions\.\w+|\bTemplate(?:Syntax|Runtime)?Error\b|"
+        r"\bchat[_ ]template\b[^.\n]{0,60}?\b(?:error|failed|invalid|exception)\b|"
+        r"\b(?:failed to|unable to|cannot|could not) (?:parse|apply|render|compile) "
+        r"(?:the )?(?:jinja )?chat[_ ]template\b",
+        C.MODEL_INCOMPATIBLE,
+        3,
+        "the model's chat template does not parse or render under this engine's template "
+        "engine: pass a corrected template (--chat-template FILE), or use an engine release "
+        "that supports its syntax",
+        name="chat-template-does-not-render",
+        flags=("--chat-template",),
     ),
     # --- a message naming a setting beside a constraint -------------------------------------
     rule(
@@ -171,6 +205,17 @@ RULES: tuple[Rule, ...] = (
         "a required path or setting is empty: set it (in the launch or the model "
         "repository's configuration)",
         name="assertion-setting-empty",
+    ),
+    # a feature switched on that another setting (or its absence) rules out: "FP8 FMHA cannot
+    # be enabled because Context FMHA is not supported", "X cannot be enabled when Y is set"
+    # (one refused "except on Ada or Hopper" names the GPU: signals_device reads it)
+    rule(
+        r"\b\w[\w -]{0,40}? cannot be enabled (?:because|when|while|with|without|unless|if)\b",
+        C.INVALID_CONFIG,
+        3.5,
+        "a feature was switched on that another setting rules out: switch it off, or enable "
+        "the setting it needs (the message names both)",
+        name="feature-ruled-out-by-another-setting",
     ),
     # the model's own config says one thing and a flag another
     rule(

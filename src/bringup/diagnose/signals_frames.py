@@ -21,7 +21,8 @@ their concerns in named places, whatever the engine on top:
 A frame says where, not why, so every rule here is below the classifier's ``_CAUSE`` (2):
 it decides only as a guess (confidence under 0.5), and only over the catch-alls ("a
 traceback happened", an error-level line); any rule that reads the message outweighs it.
-The version check is the exception: a check whose only job is a version is a cause.
+The version check is the exception: a check whose only job is a version is a cause; so is
+a step cancelled inside the engine loop that waits on it with a timeout (a hang).
 Assembled by :mod:`bringup.diagnose.ladder`.
 """
 
@@ -34,6 +35,16 @@ _ANY = r".*"  # every exception type, and a traceback cut before its exception (
 _GUESS = 1.9
 
 FRAME_RULES: tuple[FrameRule, ...] = (
+    # the engine loop's own timeout (vLLM's async engine waits on each step with one): a
+    # step cancelled or timed out there is a step that hung, not a crash
+    frame_rule(
+        r"\w*(?:CancelledError|TimeoutError)$",
+        r":run_engine_loop$",
+        C.STARTUP_TIMEOUT_OR_HANG,
+        2.5,
+        "an engine step did not return within the engine loop's timeout: the engine hung "
+        "while serving; run with one GPU or eager mode to find the part that hangs",
+    ),
     frame_rule(
         _ANY,
         r":(?:assert_pkg_version|require_version\w*|check_\w*version\w*|_check_version|"

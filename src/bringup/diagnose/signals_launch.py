@@ -170,6 +170,9 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"Cannot find any model weights|No model weights found|"
         r"no safetensors or torch files found|"
+        # Ollama's create: a folder with neither a Modelfile nor weights
+        r"\bno (?:Modelfile|model files?|weights?)(?: or (?:safetensors|gguf|weights?|model)"
+        r"(?: files?)?)? (?:files? )?(?:were )?found\b|"
         # a model path that is a folder where a file was read (Ollama's FROM, a GGUF flag)
         r"\bread [^\s:]+: is a directory\b|"
         r"No supported config format found in|is not a valid JSON file|"

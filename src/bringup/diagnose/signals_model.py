@@ -117,13 +117,14 @@ RULES: tuple[Rule, ...] = (
         "or override rope scaling explicitly",
         name="rope-scaling-unknown",
     ),
-    # a chat request to a model whose tokenizer brings no chat template
+    # a chat request to a model whose tokenizer brings no chat template: the model's (as a
+    # tokenizer the engine cannot use is), whatever flag would work around it
     rule(
         # only the refusals: "no chat template found, using chatml" is the engine carrying on
         _REFUSED + r"(?:chat[_ ]template is not set|must provide a chat template|"
         r"default chat template is no longer allowed|Cannot use chat template|"
         r"(?:does not|doesn't) (?:have|define|contain) a chat[_ ]template)",
-        C.INVALID_CONFIG,
+        C.MODEL_INCOMPATIBLE,
         4.5,
         "the model's tokenizer defines no chat template: pass one (--chat-template FILE) "
         "or use the completions endpoint",

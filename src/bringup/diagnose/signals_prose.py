@@ -11,13 +11,14 @@ word characters, so ``\\b`` finds no edge there).
 - a hang: hangs, stuck, freezes, stalls, deadlock, stops responding, no response, nothing
   happens, never returns (or returned), waits forever, 挂起;
 - wrong text: gibberish, garbage, nonsense, repetitive, incorrect (however qualified:
-  "semantically incorrect"), bad, unreadable or meaningless outputs, random characters, an
+  "semantically incorrect"), bad, unreadable, meaningless or repeated outputs, random characters, an
   empty response, output something corrupts, an answer of punctuation only ("'???'");
 - a crash: crashes, segfaults, dies, a blue screen, exits without an error, a signal named
   (SIGABRT); a crash the report rules out ("not a crash") is not one;
 - no GPU: not detected, falls back to the CPU, CPU-only mode;
 - memory: "out of memory" touching other scripts, Chinese for VRAM (显存) or RAM (内存)
-  running short, and a process killed when its memory crossed a limit (the host's).
+  running short, and a process killed when its memory crossed a limit, or seen "getting
+  killed" with no signal named (the host's).
 
 Assembled with the other ``signals_*`` modules by :mod:`bringup.diagnose.ladder`.
 """
@@ -61,6 +62,7 @@ RULES: tuple[Rule, ...] = (
         r"strange|weird|corrupted)\b|\b(?:incorrect|wrong|bad|strange|weird) "
         r"(?:outputs?|results?|answers?|text)\b|\brepetit(?:ive|ion)\b|"
         r"\brepeat(?:s|ing)? (?:one|a single) (?:char|character|word|token)|乱码|"
+        r"\brepeated (?:answers?|outputs?|responses?|text|sentences?|tokens)\b|"
         r"\b(?:outputs?|responses?|answers?|repl(?:y|ies)|results?) (?:is|are|was|were) "
         r"(?:all |only |just |pure )?(?:nonsense|garbage|random|exclamation marks?)\b|"
         r"\b(?:outputs?|responses?|answers?) (?:is|are|was|were) all `?[!?@#.]{3,}|"
@@ -138,6 +140,7 @@ RULES: tuple[Rule, ...] = (
         # a build or conversion the reporter saw killed, no signal named: most often the
         # kernel's OOM killer
         r"\b(?:program|process|build|conversion|job|script)\b[^.\n]{0,20}?\bkilled\b|"
+        r"\b(?:it|build|process|conversion) (?:gets|got|getting) killed\b|"
         r"\bmemory limit\b[^.\n]{0,40}\bkilled\b|"
         r"\bkilled (?:due to|because of|for) (?:high |excessive |too much )?(?:memory|RAM)\b",
         C.OOM_HOST,

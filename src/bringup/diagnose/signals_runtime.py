@@ -1,7 +1,8 @@
 """The ladder's runtime half: how the process failed, from signals any engine's log carries.
 
 The final Python exception by type (version skew between packages, a plain ``NoneType``
-crash), signals and exit codes written in the log, assertion and stack-dump lines,
+crash), signals and exit codes written in the log, assertion and stack-dump lines (Go's,
+ggml's backtrace, .NET's wrapper of a native crash, a Windows debugger's call stack),
 allocators that say which memory ran out, libraries, loaders, drivers and toolchains, and
 CUDA/ROCm error names that say more than "a CUDA error". Assembled with
 :mod:`bringup.diagnose.signals_launch` into one rule set by :mod:`bringup.diagnose.ladder`.
@@ -162,6 +163,18 @@ RULES: tuple[Rule, ...] = (
     ),
     # a Go program's stack dump (Ollama's runner) and C/C++ assertions: it crashed
     rule(r"\.go:\d+ \+0x[0-9a-f]+", C.RUNTIME_CRASH, 1.5, name="go-stack-dump"),
+    # native stack dumps of a process that aborted: ggml's own backtrace (GGML_ABORT and
+    # failed asserts print it), .NET's wrapper of a native crash (LLamaSharp and other
+    # bindings), a Windows debugger's call stack (``llama.dll!fn(...) Line 123``)
+    rule(
+        r"\bggml_print_backtrace\b|\bggml_abort\b|"
+        r"\bSEHException\b|\bExternal component has thrown an exception\b|"
+        r"\bSystem\.AccessViolationException\b|"
+        r"\b[\w.-]+\.(?:dll|exe)!\w[\w:~<>]*\([^\n]*\) Line \d+",
+        C.RUNTIME_CRASH,
+        2.2,
+        name="native-stack-dump",
+    ),
     # a panic of the Rust (TGI's router and launcher) or Go runtime: the process died; any
     # cause named on the same line (out of memory, a refused model) scores on its own
     rule(

@@ -8,7 +8,13 @@ A server that started can still fail per request, and says so in a request's err
 - a KV cache too small to hold a single sequence ("must be large enough to process at
   least 1 sequence"): the memory left for the cache, as vLLM's own check says it;
 - collective communication that timed out, in a poster's words ("NCCL communication
-  timeout", "NCCL timed out"): the ranks, as a watchdog's message would say.
+  timeout", "NCCL timed out"): the ranks, as a watchdog's message would say;
+- an engine step that did not return in time (vLLM's "Engine iteration timed out"): the
+  engine hung mid-serving, whatever it raised after;
+- a KV cache the decode side could not fetch from the prefill side (disaggregated serving,
+  Mooncake and NIXL transfers): the link between the instances, not the text;
+- an engine that dumps the inputs of the step that crashed (vLLM's ``dump_input``): a crash;
+- a tool call the server could not parse out of the model's text: the model's output.
 
 Assembled with the other ``signals_*`` modules by :mod:`bringup.diagnose.ladder`.
 """
@@ -46,5 +52,43 @@ RULES: tuple[Rule, ...] = (
         "a collective between the ranks timed out: one rank stopped (hung, crashed or slow) "
         "or the link between them failed; NCCL_DEBUG=INFO and each rank's log show which",
         name="collective-timed-out-in-words",
+    ),
+    rule(
+        r"\bEngine iteration timed out\b|\bengine (?:step|iteration) (?:has )?timed out\b",
+        C.STARTUP_TIMEOUT_OR_HANG,
+        4,
+        "an engine step did not return in time: the engine hung while serving (a stuck "
+        "collective, a kernel that never returns); run with one GPU or eager mode to find "
+        "the part that hangs, or raise the iteration timeout for very slow steps",
+        name="engine-iteration-timed-out",
+    ),
+    rule(
+        r"\bKVTransferError\b|\b(?:Decode|Prefill|KV(?: ?cache)?) transfer failed\b|"
+        r"\bFailed to (?:get|fetch|receive|send) (?:the )?kv ?cache (?:from|to) (?:the )?"
+        r"(?:prefill|decode)\b",
+        C.DISTRIBUTED_FAILURE,
+        4,
+        "the KV cache could not move between the prefill and decode instances: check that "
+        "both are alive and reach each other over the transfer backend (Mooncake, NIXL, "
+        "the RDMA devices and ports it uses)",
+        name="kv-transfer-between-instances-failed",
+    ),
+    rule(
+        r"\bDumping input data for (?:V1 )?LLM engine\b",
+        C.RUNTIME_CRASH,
+        2.2,
+        "the engine crashed on a step and dumped its inputs: the exception after the dump "
+        "names the cause; retry without the last changed flag or request feature",
+        name="engine-dumped-crashing-step",
+    ),
+    rule(
+        r"\btool[_ ]?call\w* (?:parsing|parse) failed\b|"
+        r"\b(?:failed|unable) to parse (?:the )?tool[_ ]?calls?\b|"
+        r"\bError in extracting tool call\b",
+        C.GARBAGE_OUTPUT,
+        3,
+        "the model's text did not hold a tool call the parser could read: use the tool "
+        "parser and chat template meant for this model, or a model tuned for tool calls",
+        name="tool-call-not-parsed-from-output",
     ),
 )

@@ -54,7 +54,10 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"\bnvidia-smi (?:command )?(?:failed|not found)\b|\bnvidia-smi: command not found\b|"
         r"\bNVIDIA-SMI has failed\b|"
-        r"\bcuda\w* err(?:or)?:? 35\b",
+        r"\bcuda\w* err(?:or)?:? 35\b|"
+        # a container image's own check (NGC images print it at start)
+        r"\b(?:container|image) was built for NVIDIA Driver (?:Release )?[\d.]+ or later\b|"
+        r"\bNVIDIA Driver (?:Release )?[\d.]+ or later\b[^\n]{0,60}?\bwas detected\b",
         C.MISSING_DEPENDENCY,
         4,
         "the NVIDIA driver is missing or older than the CUDA runtime the build uses "
