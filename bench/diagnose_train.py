@@ -56,6 +56,7 @@ from bringup.diagnose import classify
 from bringup.diagnose.diagnosis import UNKNOWN
 from bringup.diagnose.learned import MIN_WORDS, MIN_WORDS_NO_SIGNAL, MODEL_PATH, SCHEMA_VERSION
 from bringup.diagnose.learned_features import FEATURES_VERSION, FeatureSettings, features
+from bringup.diagnose.learned_stack import STACK_VERSION, rule_labels, stack_inputs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # beside corpus_check, however loaded
 from corpus_check import RETIRED
@@ -83,6 +84,10 @@ P_MIN_GRID = (0.0, 0.2, 0.3, 0.4, 0.5)
 # more likely right than not (calibrated p >= 0.5): else the log still says it has no signal
 P_MIN_UNKNOWN_GRID = (0.5, 0.6, 0.7, 1.01)  # 1.01: never
 MIN_DF = 2
+# the second stage (bringup.diagnose.learned_stack): its regularisation, and the rules'
+# confidence below which it decides (1.01: always, below a confidence no rule gives)
+STACK_C_GRID = (0.03, 0.1, 0.3)
+STACK_THRESHOLDS = (0.45, 0.5, 0.6, 0.7, 0.85, 1.01)
 
 
 @dataclass(frozen=True)
@@ -263,6 +268,135 @@ def combine(cases: Sequence[Case], run: Run, how: Combine) -> list[tuple[str, fl
     return out
 
 
+@dataclass(frozen=True)
+class StackChoice:
+    c: float
+    threshold: float
+    p_min_unknown: float
+
+
+def stack_matrix(cases: Sequence[Case], run: Run) -> NDArray[Any]:
+    """The second stage's inputs for each case, made by the runtime's own function from the
+    model's out-of-fold probabilities (temperature 1) and the rules' answer."""
+    logits, classes, known_words = run
+    probs = softmax(np.where(np.isfinite(logits), logits, -1e9), 1.0)
+    return np.array(
+        [
+            stack_inputs(p.tolist(), classes, c.rule_label, c.rule_conf, int(w))
+            for c, p, w in zip(cases, probs, known_words, strict=True)
+        ]
+    )
+
+
+def fit_stack(x: NDArray[Any], labels: Sequence[str], c: float) -> LogisticRegression:
+    model = LogisticRegression(C=c, max_iter=5000)
+    model.fit(x, np.asarray(labels))
+    return model
+
+
+def stack_decide(
+    cases: Sequence[Case],
+    known_words: NDArray[Any],
+    probs: NDArray[Any],
+    classes: Sequence[str],
+    threshold: float,
+    p_min_unknown: float,
+) -> list[tuple[str, float, bool]]:
+    """(label, confidence, decided by the model) as ``learned.fallback`` decides with a
+    second stage: below ``threshold``, past the known-words guard, and where the rules found
+    no signal only at ``p_min_unknown``."""
+    out = []
+    for case, p, words in zip(cases, probs, known_words, strict=True):
+        k = int(p.argmax())
+        no_signal = case.rule_label == UNKNOWN
+        declined = words < (MIN_WORDS_NO_SIGNAL if no_signal else MIN_WORDS)
+        if case.rule_conf < threshold and not declined and (not no_signal or p[k] >= p_min_unknown):
+            out.append((classes[k], float(p[k]), classes[k] != case.rule_label))
+        else:
+            out.append((case.rule_label, case.rule_conf, False))
+    return out
+
+
+def _oof_stack(
+    cases: Sequence[Case], x: NDArray[Any], c: float, seed: int
+) -> tuple[NDArray[Any], list[str]]:
+    """Out-of-fold second-stage probabilities, folds grouped by repository."""
+    classes = sorted({k.category for k in cases})
+    out = np.zeros((len(cases), len(classes)))
+    for train, test in _folds([k.group for k in cases], seed):
+        model = fit_stack(x[train], [cases[i].category for i in train], c)
+        cols = [classes.index(k) for k in model.classes_]
+        out[np.ix_(test, cols)] = model.predict_proba(x[test])
+    return out, classes
+
+
+def choose_stack(
+    cases: Sequence[Case], x: NDArray[Any], known_words: NDArray[Any], seed: int
+) -> tuple[StackChoice, float]:
+    """The stage's C, threshold and least probability without a signal, by grouped
+    out-of-fold accuracy on these cases (ties: a lower threshold, a higher least p)."""
+    best: tuple[tuple[float, float, float], StackChoice] | None = None
+    for c in STACK_C_GRID:
+        probs, classes = _oof_stack(cases, x, c, seed)
+        for threshold, p_unknown in itertools.product(STACK_THRESHOLDS, P_MIN_UNKNOWN_GRID):
+            got = stack_decide(cases, known_words, probs, classes, threshold, p_unknown)
+            acc = _acc([g[0] == k.category for g, k in zip(got, cases, strict=True)])
+            key = (acc, -threshold, p_unknown)
+            if best is None or key > best[0]:
+                best = (key, StackChoice(c, threshold, p_unknown))
+    assert best is not None
+    return best[1], best[0][0]
+
+
+def nested_stack(
+    unseen: Sequence[Case], runs: Sequence[Run], seeds: Sequence[int]
+) -> list[dict[str, float]]:
+    """The second stage, chosen and fitted inside grouped folds of the unseen cases (on the
+    other repositories' cases only), applied to the fold's own cases."""
+    out = []
+    for seed, run in zip(seeds, runs, strict=True):
+        x = stack_matrix(unseen, run)
+        words = run[2]
+        results: list[tuple[str, float, bool]] = [("", 0.0, False)] * len(unseen)
+        for train, test in _folds([c.group for c in unseen], seed + 100):
+            part = [unseen[i] for i in train]
+            how, _ = choose_stack(part, x[train], words[train], seed + 200)
+            model = fit_stack(x[train], [c.category for c in part], how.c)
+            got = stack_decide(
+                [unseen[i] for i in test],
+                words[test],
+                model.predict_proba(x[test]),
+                model.classes_.tolist(),
+                how.threshold,
+                how.p_min_unknown,
+            )
+            for i, g in zip(test, got, strict=True):
+                results[i] = g
+        out.append(
+            report(
+                f"nested grouped CV, seed {seed}, SECOND STAGE: heldout2-9 and fit2 with the "
+                "rules that had not read them (fit data: a fit figure)",
+                unseen,
+                results,
+            )
+        )
+    return out
+
+
+def stack_document(model: LogisticRegression, classes: Sequence[str]) -> dict[str, Any]:
+    return {
+        "version": STACK_VERSION,
+        "inputs": (
+            f"model p and log p over {list(classes)}; rules' label one-hot over "
+            f"{list(rule_labels(classes))}, and the same times the rules' confidence; the "
+            "confidence; log(1 + known words); 1 where the rules found no signal"
+        ),
+        "classes": model.classes_.tolist(),
+        "coef": [[round(float(v), 6) for v in row] for row in model.coef_],
+        "intercept": [round(float(v), 6) for v in model.intercept_],
+    }
+
+
 def _acc(flags: Sequence[bool]) -> float:
     return sum(flags) / len(flags) if flags else float("nan")
 
@@ -402,9 +536,11 @@ def model_document(
     how: Combine,
     cases: int,
     cv: dict[str, Any],
+    stack: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The fitted vectorizer and model as the JSON :mod:`bringup.diagnose.learned` reads."""
     return {
+        "stack": stack,
         "schema_version": SCHEMA_VERSION,
         "features_version": FEATURES_VERSION,
         "trained": dt.date.today().isoformat(),
@@ -430,9 +566,10 @@ def export(
     how: Combine,
     cv: dict[str, Any],
     path: Path,
+    stack: dict[str, Any] | None = None,
 ) -> None:
     vec, model = fit_model([c.log for c in cases], [c.category for c in cases], choice, memo=False)
-    doc = model_document(vec, model, FEATURE_GRID[choice.features], how, len(cases), cv)
+    doc = model_document(vec, model, FEATURE_GRID[choice.features], how, len(cases), cv, stack)
     path.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
     print(f"\nwrote {path} ({path.stat().st_size} bytes, {len(doc['vocabulary'])} terms)")
 
@@ -483,20 +620,41 @@ def main(argv: list[str]) -> int:
     ]
     mean = {k: float(np.mean([f[k] for f in figs])) for k in figs[0]}
     print(
-        f"\nnested mean on heldout2-8 and fit2 (rules unseen): overall rules={mean['rules']:.4f} "
-        f"combined={mean['combined']:.4f}; rules <{TAIL}: rules={mean['tail_rules']:.4f} "
-        f"combined={mean['tail_combined']:.4f} (n={mean['tail_n']:.0f})"
+        f"\nnested mean on heldout2-9 and fit2 (rules unseen), threshold combination: overall "
+        f"rules={mean['rules']:.4f} combined={mean['combined']:.4f}; rules <{TAIL}: "
+        f"rules={mean['tail_rules']:.4f} combined={mean['tail_combined']:.4f} "
+        f"(n={mean['tail_n']:.0f})"
+    )
+    stack_figs = nested_stack(unseen, unseen_runs, seeds)
+    smean = {k: float(np.mean([f[k] for f in stack_figs])) for k in stack_figs[0]}
+    print(
+        f"\nnested mean on heldout2-9 and fit2 (rules unseen), second stage: overall "
+        f"rules={smean['rules']:.4f} combined={smean['combined']:.4f}; rules <{TAIL}: "
+        f"rules={smean['tail_rules']:.4f} combined={smean['tail_combined']:.4f}"
+    )
+    x = stack_matrix(unseen, unseen_runs[0])
+    stack_how, _ = choose_stack(unseen, x, unseen_runs[0][2], 200)
+    stack_model = fit_stack(x, [c.category for c in unseen], stack_how.c)
+    print(
+        f"chosen second stage (on all {len(unseen)} unseen-rules cases): C={stack_how.c}, it "
+        f"decides below rule confidence {stack_how.threshold} (where the rules found no "
+        f"signal: p >= {stack_how.p_min_unknown})"
+    )
+    how = replace(
+        how, threshold=stack_how.threshold, p_min=0.0, p_min_unknown=stack_how.p_min_unknown
     )
     cv: dict[str, Any] = {
         "folds": "5-fold GroupKFold by owner/repo, shuffled; mean over seeds",
         "seeds": seeds,
         "model_grid": table,
         "unseen_rules_nested": figs,
+        "unseen_rules_nested_stack": stack_figs,
+        "stack_c": stack_how.c,
         "today_rules": today,
     }
     if not args.no_export:
-        export(cases, choice, how, cv, MODEL_PATH)
-    print(f"cv_combined={mean['combined']:.4f} cv_rules={mean['rules']:.4f} n={len(unseen)}")
+        export(cases, choice, how, cv, MODEL_PATH, stack_document(stack_model, unseen_runs[0][1]))
+    print(f"cv_combined={smean['combined']:.4f} cv_rules={smean['rules']:.4f} n={len(unseen)}")
     return 0
 
 

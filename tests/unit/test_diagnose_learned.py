@@ -7,6 +7,7 @@ import importlib.util
 import json
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -23,6 +24,7 @@ from bringup.diagnose.learned import (
     load,
 )
 from bringup.diagnose.learned_features import FEATURES_VERSION, FeatureSettings, features
+from bringup.diagnose.learned_stack import Stack, n_inputs, stack_inputs
 from bringup.diagnose.ruleset import GENERIC_REMEDIES
 from bringup.verdict import Category, Stage
 
@@ -44,7 +46,8 @@ def test_the_exported_model_has_its_schema() -> None:
     n = len(doc["vocabulary"])
     assert len(doc["idf"]) == n and len(set(doc["vocabulary"])) == n
     assert all(len(row) == n for row in doc["coef"]) and len(doc["coef"]) == len(doc["classes"])
-    assert 0.0 < doc["threshold"] <= 1.0 and 0.0 <= doc["p_min"] < 1.0
+    # a threshold above 1 (1.01): the second stage decides whatever the rules' confidence
+    assert 0.0 < doc["threshold"] <= 1.01 and 0.0 <= doc["p_min"] < 1.0
     assert doc["p_min_unknown"] >= 0.5  # a log without a signal is named only when likely
     assert doc["temperature"] > 0
     # trained on fit and the retired sets only, never a sealed set
@@ -94,7 +97,12 @@ def test_features_fold_numbers_addresses_and_logger_prefixes() -> None:
     assert "c:kern" in with_chars
 
 
-def _toy(threshold: float = 0.5, p_min: float = 0.4, p_min_unknown: float = 0.5) -> LearnedModel:
+def _toy(
+    threshold: float = 0.5,
+    p_min: float = 0.4,
+    p_min_unknown: float = 0.5,
+    stack: dict[str, Any] | None = None,
+) -> LearnedModel:
     """Two classes: "w:allocate" pulls to oom_gpu, "w:segfault" to runtime_crash; five more
     known words weigh nothing."""
     return LearnedModel.from_json(
@@ -115,6 +123,7 @@ def _toy(threshold: float = 0.5, p_min: float = 0.4, p_min_unknown: float = 0.5)
             "threshold": threshold,
             "p_min": p_min,
             "p_min_unknown": p_min_unknown,
+            "stack": stack,
         }
     )
 
@@ -228,3 +237,94 @@ def test_the_trainer_combines_with_the_runtimes_guard() -> None:
     assert got[1] == (train.UNKNOWN, 0.1, False)
     run = (logits, ["oom_gpu", "runtime_crash"], np.array([4, MIN_WORDS_NO_SIGNAL]))
     assert train.combine([weak, silent], run, train.Combine(0.45, 0.3, 1.0, 0.5))[1][0] == "oom_gpu"
+
+
+def _toy_stack(rule_weight: float) -> dict[str, Any]:
+    """A second stage over the toy model (2 classes: 2 + 2 + 3 + 3 + 3 = 13 inputs): the
+    model's probabilities count once; a rule answering runtime_crash counts ``rule_weight``."""
+    # inputs: p(oom), p(crash), log p x2, rule one-hot (oom, crash, unknown), the same x
+    # confidence, confidence, log1p(known words), no signal
+    oom = [1.0, 0.0, 0.0, 0.0, 0.0, -rule_weight, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    crash = [0.0, 1.0, 0.0, 0.0, 0.0, rule_weight, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    return {
+        "version": 1,
+        "classes": ["oom_gpu", "runtime_crash"],
+        "coef": [oom, crash],
+        "intercept": [0.0, 0.0],
+    }
+
+
+def test_a_second_stage_weighs_the_rules_answer_beside_the_words() -> None:
+    """The same log and the same word model: where the stage trusts a weak crash rule, the
+    crash stands (the rules' evidence and remedy); where it does not, the words' oom does."""
+    log = "the worker could not allocate\nSegmentation fault (core dumped)"
+    rules = classify(log, learned=False)
+    assert rules.category is Category.RUNTIME_CRASH and rules.signal
+    weak = replace(rules, confidence=0.4)
+    trusting = fallback(weak, log, _toy(threshold=0.5, p_min=0.0, stack=_toy_stack(1.0)))
+    assert trusting.category is Category.RUNTIME_CRASH and not trusting.learned
+    assert trusting.remedy == rules.remedy and trusting.evidence[1:] == rules.evidence
+    # five known words, "allocate" among them: the toy model's logits are +-1/sqrt(5), and
+    # p(crash) = softmax(p_oom - 1, p_crash + 1)
+    p_oom = 1 / (1 + math.exp(-2 / math.sqrt(5)))
+    want = 1 / (1 + math.exp((p_oom - 1.0) - (1 - p_oom + 1.0)))
+    assert round(want, 2) == 0.83
+    assert trusting.confidence == round(want, 2)
+    doubting = fallback(weak, log, _toy(threshold=0.5, p_min=0.0, stack=_toy_stack(0.0)))
+    assert doubting.category is Category.OOM_GPU and doubting.learned
+    # at or above the threshold the stage is not asked
+    sure = replace(rules, confidence=0.5)
+    assert fallback(sure, log, _toy(threshold=0.5, stack=_toy_stack(0.0))) is sure
+
+
+def test_a_second_stage_of_the_wrong_shape_or_version_is_refused() -> None:
+    with pytest.raises(ValueError, match="classes x inputs"):
+        _toy(stack={**_toy_stack(1.0), "coef": [[0.0] * 12, [0.0] * 12]})
+    with pytest.raises(ValueError, match="stack v"):
+        _toy(stack={**_toy_stack(1.0), "version": 2})
+
+
+def test_the_runtime_second_stage_equals_scikit_learns() -> None:
+    """The stage fitted by the trainer, exported and applied by hand, gives scikit-learn's
+    probabilities on inputs made by the one function both use."""
+    train = _trainer()
+    np = train.np
+    rng = np.random.default_rng(0)
+    classes = ["oom_gpu", "runtime_crash", "unsupported_hardware"]
+    labels = [*classes, "unknown"]
+    rows, truth = [], []
+    for i in range(90):
+        p = rng.dirichlet([1.0, 1.0, 1.0]).tolist()
+        rule = labels[i % 4]
+        conf = float(rng.uniform(0.1, 0.9))
+        rows.append(stack_inputs(p, classes, rule, conf, int(rng.integers(0, 40))))
+        truth.append(classes[int(np.argmax(p))] if i % 3 else classes[i % 3])
+    x = np.array(rows)
+    model = train.fit_stack(x, truth, 1.0)
+    doc = train.stack_document(model, classes)
+    mine = Stack.from_json(json.loads(json.dumps(doc)), n_inputs(len(classes)))
+    want = model.predict_proba(x[:10])
+    for row, expect in zip(rows[:10], want, strict=True):
+        got = mine.probabilities(row)
+        for k, cls in enumerate(model.classes_):
+            assert got[cls] == pytest.approx(expect[k], abs=1e-4)
+
+
+def test_the_trainer_decides_with_the_second_stage_as_the_runtime_does() -> None:
+    """Below the threshold and past the known-words guard the stage decides; where the rules
+    found no signal it needs ``p_min_unknown``; at or above the threshold the rules stand."""
+    train = _trainer()
+    np = train.np
+    weak = train.Case("log", "oom_gpu", "a/b", "runtime_crash", 0.3)
+    silent = train.Case("log", "oom_gpu", "a/b", train.UNKNOWN, 0.1)
+    sure = train.Case("log", "oom_gpu", "a/b", "runtime_crash", 0.8)
+    probs = np.array([[0.45, 0.55], [0.45, 0.55], [0.9, 0.1]])
+    probs[0] = [0.7, 0.3]
+    classes = ["oom_gpu", "runtime_crash"]
+    words = np.array([4, MIN_WORDS_NO_SIGNAL, 40])
+    got = train.stack_decide([weak, silent, sure], words, probs, classes, 0.7, 0.6)
+    assert got[0] == ("oom_gpu", pytest.approx(0.7), True)
+    assert got[1] == (train.UNKNOWN, 0.1, False)  # p = 0.55 < 0.6 without a signal
+    assert got[2] == ("runtime_crash", 0.8, False)  # sure rules are not asked
+    got = train.stack_decide([silent], np.array([4]), np.array([[0.9, 0.1]]), classes, 0.7, 0.5)
+    assert got[0] == (train.UNKNOWN, 0.1, False)  # four words: no evidence without a signal

@@ -12,6 +12,11 @@ failure signal at all, the model names a cause only at ``p_min_unknown`` (never 
 more likely right than not); and it decides only in a log holding a few words it knows, so a
 log with no signal (empty, or a few stray words) stays ``unknown``, with low confidence.
 
+Where the export carries a second stage (:mod:`bringup.diagnose.learned_stack`), that stage,
+not the model's probability alone, decides below the threshold: it reads the rules' answer and
+confidence beside the model's probabilities and gives the probability that stands. The guards
+are the same: the known words, and ``p_min_unknown`` where the rules found no signal.
+
 The model is applied by hand (:func:`LearnedModel.probabilities`: sparse TF-IDF, a dot product
 per class, a softmax) rather than through scikit-learn: that is all a fitted linear model
 does, and it keeps a heavy dependency out of the runtime. The terms come from
@@ -32,6 +37,7 @@ from typing import Any
 
 from bringup.diagnose.diagnosis import Diagnosis
 from bringup.diagnose.learned_features import FEATURES_VERSION, FeatureSettings, features
+from bringup.diagnose.learned_stack import Stack, n_inputs, stack_inputs
 from bringup.diagnose.logtext import dedupe_key, log_lines, redact
 from bringup.diagnose.ruleset import GENERIC_REMEDIES
 from bringup.verdict import Category
@@ -61,6 +67,7 @@ class LearnedModel:
     p_min_unknown: float  # the same where the rules found no failure signal at all
     settings: FeatureSettings
     cases: int  # how many logs it was trained on
+    stack: Stack | None = None  # the second stage, where the export has one
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> LearnedModel:
@@ -95,6 +102,11 @@ class LearnedModel:
             p_min_unknown=float(doc["p_min_unknown"]),
             settings=FeatureSettings.from_dict(doc["features"]),
             cases=int(doc["trained_on"]["cases"]),
+            stack=(
+                Stack.from_json(doc["stack"], n_inputs(len(classes)))
+                if doc.get("stack") is not None
+                else None
+            ),
         )
 
     def _weights(self, terms: list[str]) -> dict[int, float]:
@@ -109,6 +121,23 @@ class LearnedModel:
         """How many distinct words and word pairs of the log the model knows."""
         terms = features(text, self.settings)
         return len({t for t in terms if t in self.index and not t.startswith("c:")})
+
+    def decide(self, text: str, rule_label: str, rule_conf: float) -> dict[str, float]:
+        """Each category's probability for this log given the rules' answer: the second
+        stage's where there is one, else the model's calibrated probabilities."""
+        if self.stack is None:
+            return self.probabilities(text)
+        raw = self.probabilities(text, calibrated=False)
+        if not raw:
+            return {}
+        inputs = stack_inputs(
+            [raw[k] for k in self.classes],
+            self.classes,
+            rule_label,
+            rule_conf,
+            self.known_words(text),
+        )
+        return self.stack.probabilities(inputs)
 
     def probabilities(self, text: str, *, calibrated: bool = True) -> dict[str, float]:
         """Each category's probability for this log; empty when it holds no known term."""
@@ -156,7 +185,7 @@ def fallback(rules: Diagnosis, text: str, model: LearnedModel | None = None) -> 
         return rules
     if model.known_words(text) < (MIN_WORDS if rules.signal else MIN_WORDS_NO_SIGNAL):
         return rules
-    probs = model.probabilities(text)
+    probs = model.decide(text, rules.label, rules.confidence)
     if not probs:
         return rules
     label, p = max(probs.items(), key=lambda kv: kv[1])
