@@ -254,11 +254,11 @@ def test_the_frame_of_a_kv_cache_check_reads_as_gpu_memory() -> None:
         "    raise_if_cache_size_invalid(num_gpu_blocks,\n"
         '  File "/x/worker.py", line 370, in raise_if_cache_size_invalid\n'
     )
-    raised = classify(frames + "    raise ValueError(")
+    raised = classify(frames + "    raise ValueError(", learned=False)
     assert raised.category is Category.OOM_GPU
     assert raised.confidence >= GUESS_BELOW
     # cut before its exception: where it was is a kind of failure, so only a guess
-    cut = classify(frames + "    if max_seq_len > max_tokens:")
+    cut = classify(frames + "    if max_seq_len > max_tokens:", learned=False)
     assert cut.category is Category.OOM_GPU
     assert cut.confidence < GUESS_BELOW
 
@@ -313,9 +313,9 @@ def test_the_frame_that_raised_an_unread_exception_guesses_its_kind(
     frames: list[tuple[str, str]], category: Category
 ) -> None:
     for exc in ("RuntimeError: something no rule reads", ""):
-        d = classify(_traceback(*frames, exc=exc))
+        d = classify(_traceback(*frames, exc=exc), learned=False)
         assert d.category is category, (exc, d.category, d.rule)
-    cut = classify(_traceback(*frames))
+    cut = classify(_traceback(*frames), learned=False)
     if category is not Category.MISSING_DEPENDENCY:  # a version check is a cause
         assert cut.confidence < GUESS_BELOW
 
@@ -461,7 +461,7 @@ def test_compiler_is_not_mpi() -> None:
     ],
 )
 def test_a_reporters_words_are_a_guess(report: str, category: Category | None) -> None:
-    d = classify(report)
+    d = classify(report, learned=False)
     assert d.category is (category or Category.STARTUP_TIMEOUT_OR_HANG), (d.category, d.rule)
     assert d.confidence < GUESS_BELOW
 
@@ -489,7 +489,7 @@ def test_a_rich_traceback_is_read_through_its_box() -> None:
     assert [f.func for f in tb.frames] == ["serve", "__init__"]
     assert tb.exc_type == "RuntimeError"
     # the frame it was raised in decides, as a guess
-    d = classify("\n".join(lines))
+    d = classify("\n".join(lines), learned=False)
     assert d.category is Category.DISTRIBUTED_FAILURE
     assert d.confidence < GUESS_BELOW
 

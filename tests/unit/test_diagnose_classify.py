@@ -111,8 +111,14 @@ def test_frame_decides_a_plain_keyerror() -> None:
         "KeyError: 'layers.0.mlp.weight_scale'\n"
     )
     elsewhere = in_loader.replace("load_weights", "handle_request")
-    assert classify(in_loader, engine="vllm", exit_code=1).category is Category.MODEL_INCOMPATIBLE
-    assert classify(elsewhere, engine="vllm", exit_code=1).category is Category.RUNTIME_CRASH
+    assert (
+        classify(in_loader, engine="vllm", exit_code=1, learned=False).category
+        is Category.MODEL_INCOMPATIBLE
+    )
+    assert (
+        classify(elsewhere, engine="vllm", exit_code=1, learned=False).category
+        is Category.RUNTIME_CRASH
+    )
 
 
 def test_remedy_uses_numbers_from_the_message() -> None:
@@ -173,7 +179,7 @@ def test_benign_noise_does_not_outweigh_the_cause() -> None:
 
 def test_running_engine_with_only_weak_errors_is_hanging() -> None:
     log = "ERROR something optional failed\nLoading safetensors checkpoint shards: 10%\n"
-    d = classify(log, engine="vllm")
+    d = classify(log, engine="vllm", learned=False)
     assert d.category is Category.STARTUP_TIMEOUT_OR_HANG
     assert d.stage_reached == "loading weights"
 

@@ -72,7 +72,7 @@ def test_an_unknown_exception_is_read_by_its_type_not_as_a_crash(exception: str,
         '  File "/opt/app/server.py", line 10, in main\n'
         "    start()\n" + exception
     )
-    d = classify(log)
+    d = classify(log, learned=False)
     assert d.category is want
     # the type of an exception names a kind of failure, not its cause: said as a guess
     assert d.guessing and d.confidence < 0.5
@@ -114,14 +114,16 @@ def test_llama_cpp_refusing_a_parsed_gguf_is_the_model_not_the_file() -> None:
         "common_init_from_params: failed to load model '/models/m.gguf'\n"
         "main: exiting due to model loading error\n"
     )
-    d = classify(log, engine="llama.cpp")
+    d = classify(log, engine="llama.cpp", learned=False)
     assert d.category is C.MODEL_INCOMPATIBLE
     assert d.rule == "llama.cpp:refused-after-reading-the-gguf-header"
     assert d.guessing  # an inference from how far loading got, not a named cause
 
 
 def test_a_bare_failed_to_load_model_is_a_guess() -> None:
-    d = classify("llama_model_load_from_file_impl: failed to load model\n", engine="llama.cpp")
+    d = classify(
+        "llama_model_load_from_file_impl: failed to load model\n", engine="llama.cpp", learned=False
+    )
     assert d.category is C.MODEL_LOAD_FAILURE
     assert d.guessing
 
@@ -173,7 +175,7 @@ def test_logger_lines_are_never_a_posted_answer() -> None:
         f"INFO 05-01 10:{m:02d}:00 [core.py:1] Waiting for core engine process to start..."
         for m in range(0, 30, 10)
     )
-    d = classify(log, engine="vllm")
+    d = classify(log, engine="vllm", learned=False)
     assert d.rule != "output:posted-answer"
     # the log stops on vLLM's own start-up phase: a stall, said as a guess
     assert d.category is C.STARTUP_TIMEOUT_OR_HANG and d.guessing
@@ -540,11 +542,11 @@ def test_per_rank_tags_are_logger_prefixes() -> None:
         "[rank0]:     start()\n"
         "[rank0]: NotImplementedError: paged KV for cross-attention\n"
     )
-    d = classify(log)
+    d = classify(log, learned=False)
     assert d.category is C.MODEL_INCOMPATIBLE
     assert d.rule == "ladder:not-implemented-for-the-model"
     tagged = "[1,0]<stderr>:/bin/sh: line 1:  77 Killed      python3 run.py --tp 2\n"
-    assert classify(tagged).category is C.OOM_HOST
+    assert classify(tagged, learned=False).category is C.OOM_HOST
 
 
 @pytest.mark.parametrize(
@@ -598,7 +600,7 @@ def test_a_warning_the_engine_lived_through_decides_only_as_a_guess() -> None:
         "model; disabling it\n"
         "INFO 05-01 10:00:01 [gpu_model_runner.py:1] Loading weights took 3.1 seconds\n"
     )
-    d = classify(log, engine="vllm")
+    d = classify(log, engine="vllm", learned=False)
     assert d.guessing
 
 

@@ -389,7 +389,7 @@ def test_a_traceback_cut_before_its_exception_is_read_by_its_frames_as_a_guess()
         "    _check_if_gpu_supports_dtype(self.model_config.dtype)\n"
         '  File "/x/vllm/worker/worker.py", line 231, in _check_if_gpu_supports_dtype\n'
     )
-    d = classify(log, engine="vllm")
+    d = classify(log, engine="vllm", learned=False)
     assert d.category is Category.UNSUPPORTED_HARDWARE
     assert d.confidence < 0.5  # where it stopped is a kind of failure, not its cause
 

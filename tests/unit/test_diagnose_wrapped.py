@@ -127,7 +127,7 @@ def test_a_value_the_settings_model_refuses_stays_invalid_config() -> None:
 
 
 def test_a_wrapped_refusal_no_rule_knows_is_a_guessed_invalid_config() -> None:
-    d = classify(UNKNOWN_REFUSAL, engine="vllm", exit_code=1)
+    d = classify(UNKNOWN_REFUSAL, engine="vllm", exit_code=1, learned=False)
     assert d.category is Category.INVALID_CONFIG, d.explain()
     assert d.confidence < 0.5  # the wrapper names only a kind of failure
 
