@@ -53,6 +53,9 @@ def test_the_exported_model_has_its_schema() -> None:
     # trained on fit and the retired sets only, never a sealed set
     assert not set(doc["trained_on"]["files"]) & set(SEALED)
     assert MODEL_PATH.stat().st_size < 400_000  # the vocabulary is pruned
+    # the export carries its second stage, and the runtime reads it
+    assert doc["stack"]["classes"] == doc["classes"]
+    assert load().stack is not None
 
 
 def test_a_model_of_another_schema_or_tokenizer_is_refused() -> None:
