@@ -54,7 +54,13 @@ from sklearn.model_selection import GroupKFold
 
 from bringup.diagnose import classify
 from bringup.diagnose.diagnosis import UNKNOWN
-from bringup.diagnose.learned import MIN_WORDS, MIN_WORDS_NO_SIGNAL, MODEL_PATH, SCHEMA_VERSION
+from bringup.diagnose.learned import (
+    CEILING,
+    MIN_WORDS,
+    MIN_WORDS_NO_SIGNAL,
+    MODEL_PATH,
+    SCHEMA_VERSION,
+)
 from bringup.diagnose.learned_features import FEATURES_VERSION, FeatureSettings, features
 from bringup.diagnose.learned_stack import STACK_VERSION, rule_labels, stack_inputs
 
@@ -311,7 +317,7 @@ def stack_decide(
         no_signal = case.rule_label == UNKNOWN
         declined = words < (MIN_WORDS_NO_SIGNAL if no_signal else MIN_WORDS)
         if case.rule_conf < threshold and not declined and (not no_signal or p[k] >= p_min_unknown):
-            out.append((classes[k], float(p[k]), classes[k] != case.rule_label))
+            out.append((classes[k], min(float(p[k]), CEILING), classes[k] != case.rule_label))
         else:
             out.append((case.rule_label, case.rule_conf, False))
     return out

@@ -16,6 +16,7 @@ import pytest
 
 from bringup.diagnose import classify
 from bringup.diagnose.learned import (
+    CEILING,
     MIN_WORDS_NO_SIGNAL,
     MODEL_PATH,
     SCHEMA_VERSION,
@@ -273,6 +274,9 @@ def test_a_second_stage_weighs_the_rules_answer_beside_the_words() -> None:
     want = 1 / (1 + math.exp((p_oom - 1.0) - (1 - p_oom + 1.0)))
     assert round(want, 2) == 0.83
     assert trusting.confidence == round(want, 2)
+    # however sure the stage, an answer read from words is no surer than the rules' ceiling
+    certain = fallback(weak, log, _toy(threshold=0.5, p_min=0.0, stack=_toy_stack(20.0)))
+    assert certain.category is Category.RUNTIME_CRASH and certain.confidence == CEILING == 0.95
     doubting = fallback(weak, log, _toy(threshold=0.5, p_min=0.0, stack=_toy_stack(0.0)))
     assert doubting.category is Category.OOM_GPU and doubting.learned
     # at or above the threshold the stage is not asked

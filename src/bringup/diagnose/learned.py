@@ -52,6 +52,9 @@ MIN_WORDS = 3
 # ("INFO Loading LlamaForCausalLM weights took 3.2 s" names a model class and nothing else):
 # the model needs about a sentence of words it knows there
 MIN_WORDS_NO_SIGNAL = 6
+# no answer read from words is surer than the rules' surest (the classifier's ceiling): a
+# probability of 1.00 on a reporter's one line would claim what no sample here measured
+CEILING = 0.95
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,7 @@ def fallback(rules: Diagnosis, text: str, model: LearnedModel | None = None) -> 
     if not probs:
         return rules
     label, p = max(probs.items(), key=lambda kv: kv[1])
+    p = min(p, CEILING)
     if p < (model.p_min if rules.signal else model.p_min_unknown):
         return rules
     said = (
