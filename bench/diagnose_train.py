@@ -57,9 +57,9 @@ from bringup.diagnose.diagnosis import UNKNOWN
 from bringup.diagnose.learned import (
     CEILING,
     MIN_WORDS,
-    MIN_WORDS_NO_SIGNAL,
     MODEL_PATH,
     SCHEMA_VERSION,
+    declines,
 )
 from bringup.diagnose.learned_features import FEATURES_VERSION, FeatureSettings, features
 from bringup.diagnose.learned_stack import STACK_VERSION, rule_labels, stack_inputs
@@ -266,8 +266,7 @@ def combine(cases: Sequence[Case], run: Run, how: Combine) -> list[tuple[str, fl
         no_signal = case.rule_label == UNKNOWN
         need = how.p_min_unknown if no_signal else how.p_min
         # the runtime's guard (learned.fallback), applied in every figure here as there
-        declined = words < (MIN_WORDS_NO_SIGNAL if no_signal else MIN_WORDS)
-        if case.rule_conf < how.threshold and p[k] >= need and not declined:
+        if case.rule_conf < how.threshold and p[k] >= need and not declines(words, not no_signal):
             out.append((classes[k], float(p[k]), classes[k] != case.rule_label))
         else:
             out.append((case.rule_label, case.rule_conf, False))
@@ -315,7 +314,7 @@ def stack_decide(
     for case, p, words in zip(cases, probs, known_words, strict=True):
         k = int(p.argmax())
         no_signal = case.rule_label == UNKNOWN
-        declined = words < (MIN_WORDS_NO_SIGNAL if no_signal else MIN_WORDS)
+        declined = declines(words, not no_signal)
         if case.rule_conf < threshold and not declined and (not no_signal or p[k] >= p_min_unknown):
             out.append((classes[k], min(float(p[k]), CEILING), classes[k] != case.rule_label))
         else:
@@ -526,7 +525,7 @@ def nested_combine(
                 results[i] = g
         out.append(
             report(
-                f"nested grouped CV, seed {seed}: heldout2-8 and fit2 with the rules that had not "
+                f"nested grouped CV, seed {seed}: heldout2-9 and fit2 with the rules that had not "
                 "read them (fit data: a fit figure)",
                 unseen,
                 results,

@@ -309,7 +309,7 @@ def test_the_runtime_second_stage_equals_scikit_learns() -> None:
     x = np.array(rows)
     model = train.fit_stack(x, truth, 1.0)
     doc = train.stack_document(model, classes)
-    mine = Stack.from_json(json.loads(json.dumps(doc)), n_inputs(len(classes)))
+    mine = Stack.from_json(json.loads(json.dumps(doc)), n_inputs(classes))
     want = model.predict_proba(x[:10])
     for row, expect in zip(rows[:10], want, strict=True):
         got = mine.probabilities(row)

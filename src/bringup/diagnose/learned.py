@@ -57,6 +57,12 @@ MIN_WORDS_NO_SIGNAL = 6
 CEILING = 0.95
 
 
+def declines(known_words: int, signal: bool) -> bool:
+    """Whether a log holds too few words the model knows for it to decide: the runtime's
+    guard, which the trainer applies in every figure too."""
+    return known_words < (MIN_WORDS if signal else MIN_WORDS_NO_SIGNAL)
+
+
 @dataclass(frozen=True)
 class LearnedModel:
     classes: tuple[str, ...]
@@ -106,7 +112,7 @@ class LearnedModel:
             settings=FeatureSettings.from_dict(doc["features"]),
             cases=int(doc["trained_on"]["cases"]),
             stack=(
-                Stack.from_json(doc["stack"], n_inputs(len(classes)))
+                Stack.from_json(doc["stack"], n_inputs(classes))
                 if doc.get("stack") is not None
                 else None
             ),
@@ -122,29 +128,32 @@ class LearnedModel:
 
     def known_words(self, text: str) -> int:
         """How many distinct words and word pairs of the log the model knows."""
-        terms = features(text, self.settings)
+        return self.known_words_in(features(text, self.settings))
+
+    def known_words_in(self, terms: list[str]) -> int:
         return len({t for t in terms if t in self.index and not t.startswith("c:")})
 
-    def decide(self, text: str, rule_label: str, rule_conf: float) -> dict[str, float]:
-        """Each category's probability for this log given the rules' answer: the second
-        stage's where there is one, else the model's calibrated probabilities."""
+    def decide(
+        self, terms: list[str], known_words: int, rule_label: str, rule_conf: float
+    ) -> dict[str, float]:
+        """Each category's probability for a log of these terms given the rules' answer:
+        the second stage's where there is one, else the model's calibrated probabilities."""
         if self.stack is None:
-            return self.probabilities(text)
-        raw = self.probabilities(text, calibrated=False)
+            return self._probabilities(terms, calibrated=True)
+        raw = self._probabilities(terms, calibrated=False)
         if not raw:
             return {}
         inputs = stack_inputs(
-            [raw[k] for k in self.classes],
-            self.classes,
-            rule_label,
-            rule_conf,
-            self.known_words(text),
+            [raw[k] for k in self.classes], self.classes, rule_label, rule_conf, known_words
         )
         return self.stack.probabilities(inputs)
 
     def probabilities(self, text: str, *, calibrated: bool = True) -> dict[str, float]:
         """Each category's probability for this log; empty when it holds no known term."""
-        weights = self._weights(features(text, self.settings))
+        return self._probabilities(features(text, self.settings), calibrated=calibrated)
+
+    def _probabilities(self, terms: list[str], *, calibrated: bool) -> dict[str, float]:
+        weights = self._weights(terms)
         if not weights:
             return {}
         logits = list(self.intercept)
@@ -186,9 +195,11 @@ def fallback(rules: Diagnosis, text: str, model: LearnedModel | None = None) -> 
     model = model or load()
     if rules.confidence >= model.threshold:
         return rules
-    if model.known_words(text) < (MIN_WORDS if rules.signal else MIN_WORDS_NO_SIGNAL):
+    terms = features(text, model.settings)  # read once: the guard and the model share them
+    known = model.known_words_in(terms)
+    if declines(known, rules.signal):
         return rules
-    probs = model.decide(text, rules.label, rules.confidence)
+    probs = model.decide(terms, known, rules.label, rules.confidence)
     if not probs:
         return rules
     label, p = max(probs.items(), key=lambda kv: kv[1])

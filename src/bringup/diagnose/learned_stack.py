@@ -84,6 +84,6 @@ class Stack:
         return {k: e / total for k, e in zip(self.classes, exps, strict=True)}
 
 
-def n_inputs(n_classes: int) -> int:
-    """How many inputs :func:`stack_inputs` makes for a model of ``n_classes`` categories."""
-    return 2 * n_classes + 2 * (n_classes + 1) + 3
+def n_inputs(classes: Sequence[str]) -> int:
+    """How many inputs :func:`stack_inputs` makes for a model of these categories."""
+    return len(stack_inputs([0.0] * len(classes), classes, UNKNOWN, 0.0, 0))
