@@ -78,7 +78,7 @@ FEATURE_GRID = {
     "words+pairs+chars": FeatureSettings(bigrams=True, char_min=4, char_max=5),
 }
 C_GRID = (3.0, 10.0, 30.0)
-KEEP_GRID = (2000,)
+KEEP_GRID = (2000, 3000)
 # rules below this confidence: the model may decide. Only inside the rules' guessing band
 # (below 0.5, where ``bringup diagnose`` says no rule is sure): a rule that names a cause
 # keeps it, because the model reads words alone, never the exit status or the stage. (On the
@@ -586,13 +586,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument(
         "--only",
         metavar="FEATURES:C:KEEP",
-        help="skip the model grid: use this one setting (e.g. words+pairs+chars:30:2000)",
+        action="append",
+        help="skip the model grid: choose among these settings only (repeatable; e.g. "
+        "words+pairs+chars:30:2000)",
     )
     args = ap.parse_args(argv)
     grid = list(itertools.product(FEATURE_GRID, C_GRID, KEEP_GRID))
     if args.only:
-        name, c, keep = args.only.split(":")
-        grid = [(name, float(c), int(keep))]
+        grid = [(name, float(c), int(keep)) for name, c, keep in (o.split(":") for o in args.only)]
     cases = load_cases()
     seeds = list(range(args.repeats))
     print(f"cases={len(cases)} repositories={len({c.group for c in cases})} files={ALLOWED}")

@@ -341,7 +341,7 @@ def test_a_refusal_in_plain_words_is_never_a_posted_answer() -> None:
         "the new qwen3 weights cannot be read by my install at all\n"
         "I tried two machines and both give the same thing every time\n"
     )
-    d = classify(log)
+    d = classify(log, learned=False)  # the rules alone: the model may still guess a cause
     assert d.rule != "output:posted-answer"
     assert d.label == "unknown"
     # loose text without a refusal is still read as an answer someone posted

@@ -399,7 +399,7 @@ def test_mpi_frames_of_a_crash_dump_are_a_guessed_distributed_failure() -> None:
         "[host:1447852] [ 9] /lib/x86_64-linux-gnu/libmpi.so.40(ompi_request_default_wait+0x24b)\n"
         "[host:1447852] [13] /lib/x86_64-linux-gnu/libmpi.so.40(MPI_Bcast+0x121)[0x7fc1ff32d881]\n"
     )
-    d = classify(log, engine="trtllm")
+    d = classify(log, engine="trtllm", learned=False)  # the rules' own guess
     assert d.category is Category.DISTRIBUTED_FAILURE
     assert d.confidence < 0.5
 
@@ -410,6 +410,6 @@ def test_a_thread_dump_stopped_in_a_collective_is_a_guessed_distributed_failure(
         "#6  0x00007f1431c6674d in cudaStreamQuery () from /x/libnvinfer_plugin_tensorrt_llm.so\n"
         "#7  0x00007f1431bdb43b in tensorrt_llm::plugins::AllgatherPlugin::enqueue() from /x\n"
     )
-    d = classify(log, engine="trtllm")
+    d = classify(log, engine="trtllm", learned=False)  # the rules' own guess
     assert d.category is Category.DISTRIBUTED_FAILURE
     assert d.confidence < 0.5

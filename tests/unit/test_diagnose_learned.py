@@ -284,6 +284,18 @@ def test_a_second_stage_weighs_the_rules_answer_beside_the_words() -> None:
     assert fallback(sure, log, _toy(threshold=0.5, stack=_toy_stack(0.0))) is sure
 
 
+def test_an_answer_the_exit_status_decided_is_not_overruled_by_words() -> None:
+    log = "the worker could not allocate\n"
+    rules = classify(log, exit_code=139, learned=False)
+    assert rules.rule == "exit:SIGSEGV" and rules.category is Category.RUNTIME_CRASH
+    weak = replace(rules, confidence=0.4)
+    doubting = _toy(threshold=0.5, p_min=0.0, stack=_toy_stack(0.0))
+    assert fallback(weak, log, doubting) is weak
+    # the same words and stage overrule a weak crash that a log line decided
+    read = replace(weak, rule="vllm:segfault")
+    assert fallback(read, log, doubting).category is Category.OOM_GPU
+
+
 def test_a_second_stage_of_the_wrong_shape_or_version_is_refused() -> None:
     with pytest.raises(ValueError, match="classes x inputs"):
         _toy(stack={**_toy_stack(1.0), "coef": [[0.0] * 12, [0.0] * 12]})

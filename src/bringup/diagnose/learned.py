@@ -190,10 +190,18 @@ def load(path: Path = MODEL_PATH) -> LearnedModel:
     return LearnedModel.from_json(json.loads(path.read_text()))
 
 
+def _by_exit_status(rules: Diagnosis) -> bool:
+    """The exit status decided the rules' answer. No public log the model learned from
+    carries one (``bringup diagnose --exit-code``, a trial's status), so its words have
+    never been weighed against it: an answer the status decided is not the model's to
+    overrule (a log reading "loading model" and a SIGSEGV is a crash, whatever the words)."""
+    return rules.rule is not None and rules.rule.startswith("exit:")
+
+
 def fallback(rules: Diagnosis, text: str, model: LearnedModel | None = None) -> Diagnosis:
     """The rules' diagnosis, or the model's where the rules are not sure and it is."""
     model = model or load()
-    if rules.confidence >= model.threshold:
+    if rules.confidence >= model.threshold or _by_exit_status(rules):
         return rules
     terms = features(text, model.settings)  # read once: the guard and the model share them
     known = model.known_words_in(terms)
