@@ -1,10 +1,10 @@
 """Check the labelled failure-log corpus: format, duplicates and the fit/held-out split.
 
-Each line of ``bench/data/diagnose/{fit,heldout,heldout2,...,heldout11}.jsonl`` is one case
+Each line of ``bench/data/diagnose/{fit,heldout,heldout2,...,heldout12}.jsonl`` is one case
 with exactly the fields id, engine, category, log, remedy, source, gpu, date (``exit_code`` may
 be added when the post states it). The fit/heldout split is decided by the source alone (see
 ``side_of`` and the README next to the data), so this check can tell a case filed on the wrong
-side without reading its log. ``heldout2`` to ``heldout11`` are later held-out
+side without reading its log. ``heldout2`` to ``heldout12`` are later held-out
 sets collected from other issues: any source may go there, but no source may sit in two splits
 (an issue whose thread was read while rules were written cannot test them). A log that carries
 a credential (a signed URL, a token) is refused. Duplicates are refused across all files: a
@@ -59,7 +59,8 @@ RETIRED = (
     "heldout8",
     "heldout9",
 )
-SEALED = ("heldout10", "heldout11")  # never read by rule writers; their cases are never printed
+# never read by rule writers; their cases are never printed
+SEALED = ("heldout10", "heldout11", "heldout12")
 SPLITS = ("fit", "fit2", *RETIRED, *SEALED)
 REQUIRED = ("id", "engine", "category", "log", "remedy", "source", "gpu", "date")
 OPTIONAL = ("exit_code",)

@@ -3,7 +3,7 @@ labelled failure corpus of bench/data/diagnose/.
 
     python bench/diagnose_eval.py
         [--split fit|fit2|heldout|heldout2|retired|heldout3|heldout4|heldout5|heldout6|heldout7
-                 |heldout8|heldout9|heldout10|heldout11|all|legacy]
+                 |heldout8|heldout9|heldout10|heldout11|heldout12|all|legacy]
         [--verbose] [--rules-only | --compare]
     python bench/diagnose_eval.py CORPUS.jsonl [--verbose] [--rules-only | --compare]
 
@@ -27,8 +27,9 @@ retired since, like the others. ``heldout8``, the eighth, collected on 2026-12-0
 ``heldout7`` was spent, was measured once on 2026-12-07 and retired the same day; ``retired`` is
 all nine with ``heldout9``, the ninth, collected on 2026-12-07 for the measurement after
 heldout8's rule round, measured once on ``c8dfc64`` and retired that evening. ``heldout10``,
-the tenth, collected on 2026-12-07 (evening) before heldout9 was retired, and ``heldout11``, the
-eleventh, sealed that evening once heldout10 had been measured, are held out: the fit
+the tenth, collected on 2026-12-07 (evening) before heldout9 was retired, ``heldout11``, the
+eleventh, sealed that evening once heldout10 had been measured (measured once that night), and
+``heldout12``, sealed once heldout11 had been measured, are held out: the fit
 figure is printed on the line before, and case ids and log lines are never printed
 (``--verbose`` is refused): whoever writes rules reads the held-out figure, never its cases.
 
