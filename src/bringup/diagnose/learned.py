@@ -15,7 +15,8 @@ log with no signal (empty, or a few stray words) stays ``unknown``, with low con
 Where the export carries a second stage (:mod:`bringup.diagnose.learned_stack`), that stage,
 not the model's probability alone, decides below the threshold: it reads the rules' answer and
 confidence beside the model's probabilities and gives the probability that stands. The guards
-are the same: the known words, and ``p_min_unknown`` where the rules found no signal.
+are the same: the known words, and ``p_min_unknown`` where the rules found no signal. An
+answer the exit status decided is never the model's to overrule (:func:`_by_exit_status`).
 
 The model is applied by hand (:func:`LearnedModel.probabilities`: sparse TF-IDF, a dot product
 per class, a softmax) rather than through scikit-learn: that is all a fitted linear model
