@@ -22,6 +22,11 @@ def test_hogs_burn_cpu_and_are_gone_after_the_block() -> None:
         pids = hogs.pids
         assert len(pids) == 2 and hogs.alive() == 2
         procs = [psutil.Process(p) for p in pids]
+        # a child's command line reads empty until its exec has set it up (the parent may
+        # run on before that on a loaded machine): waited for, not timed
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not all(p.cmdline() for p in procs):
+            time.sleep(0.02)
         assert all(p.cmdline()[-1].startswith("while True") for p in procs)
         # each one is burning CPU: its own CPU time grows (waited for, not timed)
         deadline = time.monotonic() + 60
