@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 
 import psutil
 
@@ -17,21 +18,25 @@ def _running(pid: int) -> bool:
         return False
 
 
+def _wait_for(done: Callable[[], bool]) -> None:
+    """Until ``done`` holds or a minute has passed: waited for, not timed (the assert that
+    follows says whether it came)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not done():
+        time.sleep(0.02)
+
+
 def test_hogs_burn_cpu_and_are_gone_after_the_block() -> None:
     with cpu_hogs(2) as hogs:
         pids = hogs.pids
         assert len(pids) == 2 and hogs.alive() == 2
         procs = [psutil.Process(p) for p in pids]
         # a child's command line reads empty until its exec has set it up (the parent may
-        # run on before that on a loaded machine): waited for, not timed
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not all(p.cmdline() for p in procs):
-            time.sleep(0.02)
+        # run on before that on a loaded machine)
+        _wait_for(lambda: all(p.cmdline() for p in procs))
         assert all(p.cmdline()[-1].startswith("while True") for p in procs)
-        # each one is burning CPU: its own CPU time grows (waited for, not timed)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and min(sum(p.cpu_times()[:2]) for p in procs) < 0.05:
-            time.sleep(0.02)
+        # each one is burning CPU: its own CPU time grows
+        _wait_for(lambda: min(sum(p.cpu_times()[:2]) for p in procs) >= 0.05)
         assert min(sum(p.cpu_times()[:2]) for p in procs) >= 0.05
     assert not any(_running(p) for p in pids)
 
