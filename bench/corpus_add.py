@@ -3,15 +3,18 @@
 A collector writes cases as plain-text blocks (no JSON escaping of logs by hand):
 
     @@ <id> | <engine> | <category> | <owner/repo#number> | <YYYY-MM-DD or -> | <gpu or ->
+        [ | log|thread]
     <remedy, one line, or ->
     <the log excerpt, verbatim, any number of lines>
 
-and runs ``python bench/corpus_add.py BLOCKS.txt``. Each case is appended to fit.jsonl or
-heldout.jsonl by ``corpus_check.split_of``; only counts are printed, so adding cases never
-shows the collector what the held-out part holds. ``--to heldout2`` (or ``heldout3`` to
-``heldout12``) appends every case to that later held-out set instead (collected by someone who
-does not write rules; see the README); ``--to fit2`` appends every case to ``fit2.jsonl``, fit
-cases collected as training data, whatever the hash of their source. Then run ``corpus_check.py``.
+(the seventh field, optional, says where the label was read: ``log`` when the excerpt shows the
+cause, ``thread`` when the excerpt stops before it and the title or a reply names it), and runs
+``python bench/corpus_add.py BLOCKS.txt``. Each case is appended to fit.jsonl or heldout.jsonl
+by ``corpus_check.split_of``; only counts are printed, so adding cases never shows the collector
+what the held-out part holds. ``--to heldout2`` (or ``heldout3`` to ``heldout12``) appends every
+case to that later held-out set instead (collected by someone who does not write rules; see the
+README); ``--to fit2`` appends every case to ``fit2.jsonl``, fit cases collected as training
+data, whatever the hash of their source. Then run ``corpus_check.py``.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from corpus_check import DATA, SPLITS, legacy_ids, legacy_sources, split_of
+from corpus_check import DATA, LABEL_FROM, SPLITS, legacy_ids, legacy_sources, split_of
 
 # every split but the two the hash of a source decides between (fit and heldout): the later
 # held-out sets, held out whole, and fit2, training cases whatever the hash
@@ -33,23 +36,29 @@ def parse(text: str) -> list[dict[str, Any]]:
     for block in ("\n" + text).split("\n@@ ")[1:]:
         head, remedy, *log = block.split("\n")
         fields = [f.strip() for f in head.split("|")]
-        if len(fields) != 6:
-            raise SystemExit(f"header needs 6 '|'-separated fields: {head!r}")
-        cid, engine, category, source, date, gpu = fields
+        if len(fields) not in (6, 7):
+            raise SystemExit(f"header needs 6 '|'-separated fields, or 7 with log|thread: {head!r}")
+        cid, engine, category, source, date, gpu = fields[:6]
+        label_from = fields[6] if len(fields) == 7 else None
+        if label_from is not None and label_from not in LABEL_FROM:
+            raise SystemExit(
+                f"the seventh field says where the label was read (log|thread): {head!r}"
+            )
         while log and not log[-1].strip():
             log.pop()
-        cases.append(
-            {
-                "id": cid,
-                "engine": engine,
-                "category": category,
-                "log": "\n".join(log),
-                "remedy": None if remedy.strip() in ("", "-") else remedy.strip(),
-                "source": source,
-                "gpu": None if gpu == "-" else gpu,
-                "date": None if date == "-" else date,
-            }
-        )
+        case: dict[str, Any] = {
+            "id": cid,
+            "engine": engine,
+            "category": category,
+            "log": "\n".join(log),
+            "remedy": None if remedy.strip() in ("", "-") else remedy.strip(),
+            "source": source,
+            "gpu": None if gpu == "-" else gpu,
+            "date": None if date == "-" else date,
+        }
+        if label_from is not None:
+            case["label_from"] = label_from
+        cases.append(case)
     return cases
 
 

@@ -2,7 +2,9 @@
 
 Each line of ``bench/data/diagnose/{fit,heldout,heldout2,...,heldout12}.jsonl`` is one case
 with exactly the fields id, engine, category, log, remedy, source, gpu, date (``exit_code`` may
-be added when the post states it). The fit/heldout split is decided by the source alone (see
+be added when the post states it, and ``label_from`` says where the label was read: ``log`` when
+the excerpt itself shows the cause, ``thread`` when the excerpt stops before it and the label
+comes from the thread's title or a reply). The fit/heldout split is decided by the source alone (see
 ``side_of`` and the README next to the data), so this check can tell a case filed on the wrong
 side without reading its log. ``heldout2`` to ``heldout12`` are later held-out
 sets collected from other issues: any source may go there, but no source may sit in two splits
@@ -63,7 +65,8 @@ RETIRED = (
 SEALED = ("heldout10", "heldout11", "heldout12")
 SPLITS = ("fit", "fit2", *RETIRED, *SEALED)
 REQUIRED = ("id", "engine", "category", "log", "remedy", "source", "gpu", "date")
-OPTIONAL = ("exit_code",)
+OPTIONAL = ("exit_code", "label_from")
+LABEL_FROM = ("log", "thread")
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]{2,99}$")
 _SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+#[1-9]\d*$")
 _DATE = re.compile(r"^(20[12]\d)-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$")
@@ -144,6 +147,8 @@ def _case_problems(case: dict[str, Any], where: str) -> list[str]:
             out.append(f"{where}: {field} must be a string or null")
     if "exit_code" in case and not isinstance(case["exit_code"], int):
         out.append(f"{where}: exit_code must be an integer")
+    if "label_from" in case and case["label_from"] not in LABEL_FROM:
+        out.append(f"{where}: label_from must be one of {', '.join(LABEL_FROM)}")
     return out
 
 

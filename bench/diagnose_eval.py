@@ -8,7 +8,9 @@ labelled failure corpus of bench/data/diagnose/.
     python bench/diagnose_eval.py CORPUS.jsonl [--verbose] [--rules-only | --compare]
 
 Prints accuracy per engine, precision/recall per category, the confusion pairs
-(expected -> got), accuracy by confidence band, and as its last line
+(expected -> got), accuracy by confidence band, accuracy by where the label was read (where the
+cases record it: ``log`` when the excerpt shows the cause, ``thread`` when only the thread names
+it, which no reader of the log alone can know), and as its last line
 ``accuracy=<float> n=<int>`` for the chosen split. A case is scored by the label
 ``bringup diagnose`` shows: ``unknown`` (no failure signal in the log) always counts wrong.
 ``legacy`` is the 43 public cases the rules were first written from (a subset of fit;
@@ -124,6 +126,15 @@ def report(results: list[tuple[dict[str, Any], str, float, list[str]]], show_ids
         label = f"[{lo:.2f},{min(hi, 1.0):.2f}{']' if hi > 1 else ')'}"
         acc = f"{sum(band) / len(band):6.2f}" if band else "     -"
         print(f"{label:12} {acc} {len(band):4d}")
+    if any("label_from" in c for c, _, _, _ in results):
+        print(f"\n{'label read from':16} {'acc':>6} {'n':>4}")
+        for source in ("log", "thread", None):
+            oks = [
+                c["category"] == got for c, got, _, _ in results if c.get("label_from") == source
+            ]
+            if oks:
+                name = source or "not recorded"
+                print(f"{name:16} {sum(oks) / len(oks):6.2f} {len(oks):4d}")
 
 
 def compare(

@@ -191,3 +191,35 @@ def test_the_seventh_held_out_set_shares_no_source_with_the_sixth(tmp_path: Path
     problems, n = cc.check(files)
     assert n == 3
     assert any("source o/later#17 is already in heldout6" in p for p in problems)
+
+
+def test_where_the_label_was_read_is_log_or_thread(tmp_path: Path) -> None:
+    good = _case(_source_for("fit"), label_from="thread")
+    assert cc.check(_write(tmp_path, [good], [])) == ([], 1)
+    bad = _case(_source_for("fit"), label_from="title")
+    problems, _ = cc.check(_write(tmp_path, [bad], []))
+    assert any("label_from must be one of log, thread" in p for p in problems)
+
+
+def _corpus_add() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("corpus_add", BENCH / "corpus_add.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_seventh_header_field_records_where_the_label_was_read() -> None:
+    add = _corpus_add()
+    log = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    text = f"@@ a-one | vllm | oom_gpu | o/r#1 | - | - | thread\n-\n{log}\n"
+    text += f"@@ a-two | vllm | oom_gpu | o/r#2 | - | -\n-\n{log}\n"
+    one, two = add.parse(text)
+    assert one["label_from"] == "thread" and one["log"] == log
+    assert "label_from" not in two
+    try:
+        add.parse(f"@@ a-three | vllm | oom_gpu | o/r#3 | - | - | title\n-\n{log}\n")
+    except SystemExit as exc:
+        assert "log|thread" in str(exc)
+    else:
+        raise AssertionError("a seventh field other than log or thread was taken")

@@ -98,3 +98,27 @@ def test_an_empty_split_is_refused_not_scored(
     captured = capsys.readouterr()
     assert "holds no case yet" in captured.err
     assert "accuracy=" not in captured.out
+
+
+def test_accuracy_is_split_by_where_the_label_was_read(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def case(label_from: str | None) -> dict[str, object]:
+        base: dict[str, object] = {"id": "x", "engine": "vllm", "category": "oom_gpu"}
+        return base if label_from is None else {**base, "label_from": label_from}
+
+    results = [
+        (case("log"), "oom_gpu", 0.9, []),
+        (case("log"), "runtime_crash", 0.9, []),
+        (case("thread"), "runtime_crash", 0.4, []),
+        (case(None), "oom_gpu", 0.9, []),
+    ]
+    ev.report(results, show_ids=False)
+    table = capsys.readouterr().out.split("label read from")[1].splitlines()[1:]
+    assert [line.split() for line in table if line.strip()] == [
+        ["log", "0.50", "2"],
+        ["thread", "0.00", "1"],
+        ["not", "recorded", "1.00", "1"],
+    ]
+    ev.report(results[3:], show_ids=False)
+    assert "label read from" not in capsys.readouterr().out
