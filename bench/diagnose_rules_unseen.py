@@ -45,6 +45,10 @@ FIRST_MEASURED = (
     ("heldout8", "d44e4fe"),
     # retired on 2026-12-07 (evening) after its one measurement, on c8dfc64
     ("heldout9", "c8dfc64"),
+    # retired on 2026-12-08 once heldout12 was sealed beside them; no rule writer had read
+    # either, so the rules that first measured each answer it unseen
+    ("heldout10", "49b3377"),
+    ("heldout11", "939ab4a"),
 )
 _RUN = """
 import json, sys

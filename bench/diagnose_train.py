@@ -6,9 +6,8 @@ Needs scikit-learn (``pip install -e '.[train]'``); the runtime does not
 (:mod:`bringup.diagnose.learned` applies the exported JSON in pure Python).
 
 Data: ONLY ``fit.jsonl``, ``fit2.jsonl`` and the retired held-out sets (``heldout`` to
-``heldout9``), all of which rule writers may read. The sealed sets (``heldout10``,
-``heldout11``, ``heldout12``) are never opened here: :data:`ALLOWED` is the whole list of
-files this script reads.
+``heldout11``), all of which rule writers may read. The sealed set (``heldout12``) is never
+opened here: :data:`ALLOWED` is the whole list of files this script reads.
 
 Every choice is made by cross-validation grouped by repository (``owner/repo`` of the
 source: no repository sits in both a fold's training and test part), repeated over
@@ -17,8 +16,8 @@ shuffles:
 1. the model: feature settings and regularisation ``C`` (the terms of largest weight are
    kept and the model refitted on those alone, so the export is exactly the fitted model),
    by out-of-fold accuracy over all allowed cases;
-2. the combination, on heldout2 to heldout9 and fit2 as the rules answered them *before* any rule
-   writer had read them (``rules_unseen.jsonl``, from ``bench/diagnose_rules_unseen.py``):
+2. the combination, on heldout2 to heldout11 and fit2 as the rules answered them *before* any
+   rule writer had read them (``rules_unseen.jsonl``, from ``bench/diagnose_rules_unseen.py``):
    today's rules were written from every allowed case, so tuned against them a fallback
    would trust the rules far more than unseen logs warrant. Chosen there: the temperature
    that calibrates the model (least log-loss where the rules are below 0.5), the rule
