@@ -26,13 +26,13 @@ measured; all three were measured after rule changes and are retired since 2026-
 rule writers like the first three. ``heldout7``, the seventh, collected on 2026-12-03 once
 ``heldout6`` had been measured after a rule change, was measured three times on 2026-12-06 and is
 retired since, like the others. ``heldout8``, the eighth, collected on 2026-12-06 once
-``heldout7`` was spent, was measured once on 2026-12-07 and retired the same day; ``retired`` is
-all nine with ``heldout9``, the ninth, collected on 2026-12-07 for the measurement after
+``heldout7`` was spent, was measured once on 2026-12-07 and retired the same day, and
+``heldout9``, the ninth, collected on 2026-12-07 for the measurement after
 heldout8's rule round, measured once on ``c8dfc64`` and retired that evening. ``heldout10``,
-the tenth, collected on 2026-12-07 (evening) before heldout9 was retired, ``heldout11``, the
-eleventh, sealed that evening once heldout10 had been measured (measured once that night), and
-``heldout12``, sealed once heldout11 had been measured, are held out: the fit
-figure is printed on the line before, and case ids and log lines are never printed
+the tenth, collected on 2026-12-07 (evening), and ``heldout11``, the eleventh, sealed that
+evening once heldout10 had been measured, were retired on 2026-12-08 once ``heldout12`` had
+been sealed beside them, unread; ``retired`` holds all eleven. ``heldout12`` is held out: the
+fit figure is printed on the line before, and case ids and log lines are never printed
 (``--verbose`` is refused): whoever writes rules reads the held-out figure, never its cases.
 
 By default a case is diagnosed as ``bringup diagnose`` does: the rules, and the learned
