@@ -69,6 +69,8 @@ from corpus_check import RETIRED
 DATA = Path(__file__).resolve().parent / "data" / "diagnose"
 # the only files this script opens
 ALLOWED = ("fit", "fit2", *RETIRED)
+# the sets the rules answered unseen (rules_unseen.jsonl), as the figures name them
+UNSEEN = f"heldout2-{RETIRED[-1].removeprefix('heldout')} and fit2"
 BANDS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.85), (0.85, 1.01))
 TAIL = 0.5  # the rules' guessing band, where figures are also given separately
 
@@ -378,7 +380,7 @@ def nested_stack(
                 results[i] = g
         out.append(
             report(
-                f"nested grouped CV, seed {seed}, SECOND STAGE: heldout2-9 and fit2 with the "
+                f"nested grouped CV, seed {seed}, SECOND STAGE: {UNSEEN} with the "
                 "rules that had not read them (fit data: a fit figure)",
                 unseen,
                 results,
@@ -524,7 +526,7 @@ def nested_combine(
                 results[i] = g
         out.append(
             report(
-                f"nested grouped CV, seed {seed}: heldout2-9 and fit2 with the rules that had not "
+                f"nested grouped CV, seed {seed}: {UNSEEN} with the rules that had not "
                 "read them (fit data: a fit figure)",
                 unseen,
                 results,
@@ -625,7 +627,7 @@ def main(argv: list[str]) -> int:
     ]
     mean = {k: float(np.mean([f[k] for f in figs])) for k in figs[0]}
     print(
-        f"\nnested mean on heldout2-9 and fit2 (rules unseen), threshold combination: overall "
+        f"\nnested mean on {UNSEEN} (rules unseen), threshold combination: overall "
         f"rules={mean['rules']:.4f} combined={mean['combined']:.4f}; rules <{TAIL}: "
         f"rules={mean['tail_rules']:.4f} combined={mean['tail_combined']:.4f} "
         f"(n={mean['tail_n']:.0f})"
@@ -633,7 +635,7 @@ def main(argv: list[str]) -> int:
     stack_figs = nested_stack(unseen, unseen_runs, seeds)
     smean = {k: float(np.mean([f[k] for f in stack_figs])) for k in stack_figs[0]}
     print(
-        f"\nnested mean on heldout2-9 and fit2 (rules unseen), second stage: overall "
+        f"\nnested mean on {UNSEEN} (rules unseen), second stage: overall "
         f"rules={smean['rules']:.4f} combined={smean['combined']:.4f}; rules <{TAIL}: "
         f"rules={smean['tail_rules']:.4f} combined={smean['tail_combined']:.4f}"
     )

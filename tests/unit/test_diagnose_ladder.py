@@ -11,7 +11,7 @@ import pytest
 
 from bringup.diagnose import classify
 from bringup.diagnose.outputtext import output_signals
-from bringup.diagnose.pytrace import failed_importing, read_tracebacks
+from bringup.diagnose.pytrace import embedded_exception, failed_importing, read_tracebacks
 from bringup.verdict import Category, Stage
 
 FIT = Path(__file__).parents[2] / "bench" / "data" / "diagnose" / "fit.jsonl"
@@ -413,3 +413,31 @@ def test_a_thread_dump_stopped_in_a_collective_is_a_guessed_distributed_failure(
     d = classify(log, engine="trtllm", learned=False)  # the rules' own guess
     assert d.category is Category.DISTRIBUTED_FAILURE
     assert d.confidence < 0.5
+
+
+@pytest.mark.parametrize(
+    ("line", "quoted"),
+    [
+        (
+            "I got this error for org/model-32b: ValueError: x was given without y",
+            "ValueError: x was given without y",
+        ),
+        (
+            "vllm raises `torch.OutOfMemoryError: CUDA out of memory` on load",
+            "torch.OutOfMemoryError: CUDA out of memory` on load",
+        ),
+        ("ValueError: the line is itself an exception", None),
+        ("the ValueErrors in this report are not lines", None),
+        ("raise ValueError(f'bad {x}')", None),
+    ],
+)
+def test_an_exception_quoted_in_a_sentence_is_found(line: str, quoted: str | None) -> None:
+    assert embedded_exception(line) == quoted
+
+
+def test_a_sentence_quoting_an_exception_is_read_as_that_exception() -> None:
+    exc = "ValueError: num_speculative_tokens was provided without speculative_config"
+    said = f"I got this error for org/some-32b: {exc}"
+    d = classify(said, engine="vllm", learned=False)
+    assert d.label == Category.INVALID_CONFIG.value and d.signal
+    assert d.label == classify(exc, engine="vllm", learned=False).label

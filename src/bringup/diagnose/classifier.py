@@ -47,7 +47,12 @@ from bringup.diagnose.logtext import (
     redact,
 )
 from bringup.diagnose.outputtext import output_signals, prose_lines
-from bringup.diagnose.pytrace import failed_importing, final_exception_lines, read_tracebacks
+from bringup.diagnose.pytrace import (
+    embedded_exception,
+    failed_importing,
+    final_exception_lines,
+    read_tracebacks,
+)
 from bringup.diagnose.rule import Rule, RuleSet
 from bringup.diagnose.ruleset import GENERIC_REMEDIES, TRIGGERS, engine_remedy, rulesets_for
 from bringup.verdict import Category, Stage
@@ -259,6 +264,14 @@ def _collect(lines: list[str], engine: str | None) -> list[_Hit]:
             boost *= _WARNING
         if text not in matched:  # ranks and retries repeat lines: each text is read once
             matched[text] = _line_matches(text, rules, index)
+            # a sentence quoting an exception that no rule read as a cause: read the quote too
+            weak = all(r.weight < _CAUSE for _, r, _ in matched[text])
+            quoted = embedded_exception(text) if weak else None
+            if quoted is not None:
+                have = {rule_id for rule_id, _, _ in matched[text]}
+                matched[text] += [
+                    hit for hit in _line_matches(quoted, rules, index) if hit[0] not in have
+                ]
         for rule_id, r, m in matched[text]:
             if r.also is not None and not shows(r.also):
                 continue

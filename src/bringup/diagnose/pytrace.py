@@ -81,6 +81,23 @@ def exception_of(text: str) -> tuple[str, str] | None:
     return m.group("type"), (m.group("msg") or "").strip()
 
 
+# an exception line quoted inside a sentence ("I got this error for X: ValueError: ...", a
+# backticked "`RuntimeError: ...`"): the type must follow a space, colon, quote or bracket and
+# be followed by its message, so a word like "ValueErrors" in prose is not one
+_EMBEDDED = re.compile(
+    r"(?<=[\s:`'\"(\[])(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S.*?)[`'\")\]]*\s*$"
+)
+
+
+def embedded_exception(text: str) -> str | None:
+    """The exception line a sentence quotes, from its type to the end of the line, or None
+    where the line is itself an exception line (or quotes none)."""
+    if _EXCEPTION.match(text):
+        return None
+    m = _EMBEDDED.search(text)
+    return m.group("exc") if m else None
+
+
 def read_tracebacks(lines: list[str]) -> list[Traceback]:
     found: list[Traceback] = []
     current: Traceback | None = None
