@@ -81,6 +81,8 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"\bis larger than (?:the )?buffer maximum\b|"
         r"\bggml_backend_(?!cpu)\w+_buffer_type_alloc_buffer:[^\n]{0,40}?failed to allocate|"
+        # a backend that names its buffer type without the ggml_backend_ prefix (OpenCL)
+        r"\b(?!ggml_|cpu)[a-z0-9]+_buffer_type_alloc_buffer:[^\n]{0,40}?failed to allocate|"
         r"\bLack of device memory\b|\balloc device memory failed\b|"
         r"\bFailed to allocate memory for \w+ with size \d+",
         C.OOM_GPU,

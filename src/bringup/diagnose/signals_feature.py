@@ -186,6 +186,11 @@ RULES: tuple[Rule, ...] = (
     rule(
         r"\b(?:Assertion failed|GGML_ASSERT|assert)\b\W{0,3}[\w.>()-]{0,60}?\s*(?:<=?|>=?)\s*"
         r"[\w.>()-]{0,20}?(?:max|Max|MAX|limit|Limit|n_batch|n_ubatch|n_ctx|capacity)\w*|"
+        # the limit on the left ("n_ubatch >= n_tokens"), or said in words ("is larger than
+        # maximum number of draft tokens")
+        r"\b(?:Assertion failed|GGML_ASSERT|assert)\b\W{0,3}[\w.>()-]{0,40}?"
+        r"\b(?:cparams\.|params\.)?(?:n_batch|n_ubatch|n_ctx|n_seq_max)\s*(?:<=?|>=?)|"
+        r"\bAssertion failed: [^\n]{0,80}?\b(?:larger|greater|more) than (?:the )?max(?:imum)?\b|"
         # a maximum that must be a multiple of another setting
         r"\b(?:Assertion failed|GGML_ASSERT|assert)\b\W{0,3}(?:max|Max|MAX)\w*(?:\.value\(\))?"
         r"\s*%\s*[\w.>()-]{1,40}?\s*==\s*0\b",

@@ -61,6 +61,18 @@ RULES: tuple[Rule, ...] = (
         "build with -march for a CPU that has it, or with that code path turned off",
         name="build-target-lacks-the-intrinsic",
     ),
+    # llama.cpp's system info line says which vector extensions this CPU has: with AVX and
+    # AVX2 both absent and the process dying on a signal, the build needed what it lacks
+    rule(
+        r"\bAVX = 0 \|(?:[^\n]*?\|)? AVX2 = 0\b",
+        C.UNSUPPORTED_HARDWARE,
+        3,
+        "the CPU has neither AVX nor AVX2, which this build needs: use a build without them "
+        "(the portable or noavx one) or another host",
+        name="cpu-without-avx-crashed",
+        also=r"Segmentation fault|Illegal instruction|SIG(?:ILL|SEGV)|signal (?:4|11)\b|"
+        r"core dumped",
+    ),
     rule(
         r"\bI (?:do not|don't) have (?:the )?" + _CPU_ISA + r"\b|"
         r"\b(?:does not|doesn't|won't|will not) (?:work|run|start) on (?:an? |my )?"

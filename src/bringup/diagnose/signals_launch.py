@@ -141,13 +141,23 @@ RULES: tuple[Rule, ...] = (
         name="model-format-version",
     ),
     rule(
-        r"invalid ggml type|unknown (?:ggml |tensor )?type \d+|GGUF version \d+ is not supported|"
+        r"invalid ggml type|(?:unknown|unrecognized) (?:ggml |tensor )?type \d+|"
+        r"GGUF version \d+ is not supported|"
         r"unsupported (?:tensor|ggml|quant(?:ization)?) type",
         C.MODEL_INCOMPATIBLE,
         5.5,  # above the "failed to read tensor info" it causes
         "the file uses a tensor type or format version this build does not know: a newer "
         "build, or a file quantized for this one",
         name="tensor-type-unknown",
+    ),
+    # a GGUF with metadata and no tensors: a vocabulary-only file, or a broken one
+    rule(
+        r"\bkey-value pairs and 0 tensors from\b",
+        C.MODEL_LOAD_FAILURE,
+        4,
+        "the file holds no tensors (a vocabulary-only GGUF, or a broken download): point at "
+        "the model's weights file",
+        name="gguf-without-tensors",
     ),
     rule(
         r"invalid file magic|not a valid GGUF|failed to parse GGUF|not in GGUF format|"
@@ -293,7 +303,9 @@ RULES: tuple[Rule, ...] = (
     # a timeout with no collective named (NCCL/gloo timeouts score higher above)
     rule(
         r"\bTimeoutError\b|\btimed out after \d+|\btimeout (?:after|of \d|expired|reached)|"
-        r"\bReadTimeout\b|deadline exceeded",
+        r"\bReadTimeout\b|deadline exceeded|"
+        # a client's read that timed out (Node's ETIMEDOUT, Go's i/o timeout): no answer came
+        r"\bread(?: tcp [^\n]{0,80})?: (?:ETIMEDOUT|i/o timeout)\b|\bread ETIMEDOUT\b",
         C.STARTUP_TIMEOUT_OR_HANG,
         2.5,
         "something the engine waited on never answered: see what it waited on (the "

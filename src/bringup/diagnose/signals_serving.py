@@ -12,7 +12,9 @@ A server that started can still fail per request, and says so in a request's err
 - an engine step that did not return in time (vLLM's "Engine iteration timed out"): the
   engine hung mid-serving, whatever it raised after;
 - a KV cache the decode side could not fetch from the prefill side (disaggregated serving,
-  Mooncake and NIXL transfers): the link between the instances, not the text;
+  Mooncake and NIXL transfers): the link between the instances, not the text; so is an
+  error of the transport under them (UCX's own ``UCX ERROR`` lines, NIXL's ``NIXL_ERR_``
+  codes), whatever resource it names ("Out of memory" there is the NIC's, not the GPU's);
 - an engine that dumps the inputs of the step that crashed (vLLM's ``dump_input``): a crash;
 - a tool call the server could not parse out of the model's text: the model's output.
 
@@ -52,6 +54,15 @@ RULES: tuple[Rule, ...] = (
         "a collective between the ranks timed out: one rank stopped (hung, crashed or slow) "
         "or the link between them failed; NCCL_DEBUG=INFO and each rank's log show which",
         name="collective-timed-out-in-words",
+    ),
+    rule(
+        r"\bUCX\s+(?:ERROR|FATAL)\b|\bNIXL_ERR_(?!NOT_SUPPORTED)[A-Z_]+\b",
+        C.DISTRIBUTED_FAILURE,
+        5.5,  # above the "Out of memory" a UCX line may carry
+        "the transport between the instances failed (UCX/NIXL): check that both reach each "
+        "other over the chosen network devices (UCX_NET_DEVICES, UCX_TLS) and that RDMA "
+        "resources are free",
+        name="transport-error-between-instances",
     ),
     rule(
         r"\bEngine iteration timed out\b|\bengine (?:step|iteration) (?:has )?timed out\b",
