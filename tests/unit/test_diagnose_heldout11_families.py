@@ -5,8 +5,10 @@ Each family is a kind of message (an error of the transport between disaggregate
 a client's read that timed out, a GGUF without tensors, a tensor type the build does not
 recognise, a device buffer of a backend that names its buffer type without the ggml prefix, a
 CPU without AVX and AVX2 that crashed, an assertion naming a batch setting or a maximum in
-words), checked on lines written for the test, with near misses that must not be read as the
-family.
+words, a division by zero or tensors of sizes that must match, a collective whose ranks
+disagree on sizes, a model type registered twice with transformers, a poster saying the
+memory is not sufficient), checked on lines written for the test, with near misses that
+must not be read as the family.
 """
 
 from __future__ import annotations
@@ -75,6 +77,22 @@ def _rules(log: str, engine: str | None = None) -> tuple[str, float]:
             "maximum number of beams (4)",
             C.INVALID_CONFIG,
         ),
+        ("Failed to start model server: integer division or modulo by zero", C.RUNTIME_CRASH),
+        (
+            "error: The size of tensor a (1024) must match the size of tensor b (512) at "
+            "non-singleton dimension 0",
+            C.RUNTIME_CRASH,
+        ),
+        (
+            "RuntimeError: output tensor must be world_size times the size of the input in "
+            "all_gather_into_tensor",
+            C.DISTRIBUTED_FAILURE,
+        ),
+        (
+            "ValueError: 'some_vl' is already used by a Transformers config, pick another name.",
+            C.MISSING_DEPENDENCY,
+        ),
+        ("On two GPUs the memory is not sufficient for this model, on four it loads", C.OOM_GPU),
     ],
 )
 def test_families_of_heldout10_and_heldout11(log: str, category: C) -> None:

@@ -365,7 +365,9 @@ RULES: tuple[Rule, ...] = (
         r"(?:VRAM|memory)\b(?!: Kill)|"
         r"\bgets? (?:an? )?OOM\b|\bOOM(?:s|ed)?\b(?![- ]?kill)|"
         r"\b(?:too large|too big) to fit (?:in|into|on) (?:the )?(?:available )?(?:GPU |device )?"
-        r"(?:memory|VRAM)|\b(?:not enough|insufficient) (?:GPU |video )?(?:VRAM|GPU memory))",
+        r"(?:memory|VRAM)|\b(?:not enough|insufficient) (?:GPU |video )?(?:VRAM|GPU memory)|"
+        # "the (GPU) memory is not sufficient/enough", as a poster words it
+        r"\b(?:GPU |video |device )?(?:memory|VRAM) (?:is|was) not (?:sufficient|enough)\b)",
         C.OOM_GPU,
         2.0,
         name="message-memory-ran-out",

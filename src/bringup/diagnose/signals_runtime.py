@@ -125,6 +125,26 @@ RULES: tuple[Rule, ...] = (
         2,
         name="none-attribute",
     ),
+    # arithmetic and shapes gone wrong inside the engine, quoted with or without the
+    # exception's type: a crash in its code (a loader's shape check reads by its frame)
+    rule(
+        r"\b(?:integer |float )?division (?:or modulo )?by zero\b|"
+        r"\bThe size of tensor a \(\d+\) must match the size of tensor b \(\d+\)",
+        C.RUNTIME_CRASH,
+        2.4,
+        name="arithmetic-or-shape-error",
+    ),
+    # a collective given tensors of sizes the ranks do not agree on ("must be world_size
+    # times the size of the input", "input tensor size ... world_size"): the ranks differ
+    rule(
+        r"\b(?:must be|should be|is not)\s+(?:equal to\s+)?world_size times\b|"
+        r"\b(?:all_?gather|reduce_?scatter)\w*\b[^\n]{0,80}?\bworld_size\b",
+        C.DISTRIBUTED_FAILURE,
+        4,
+        "the ranks passed a collective tensors of sizes that do not agree: every rank must "
+        "run the same model, parallel sizes and batch shapes",
+        name="collective-sizes-differ",
+    ),
     rule(
         r"data did not match any variant of untagged enum",
         C.MISSING_DEPENDENCY,

@@ -5,7 +5,10 @@ traceback shows them: a name one module imports from another that "is not define
 ``NameError`` in a title, without its traceback), a module or function "gone" or "removed
 in newer versions", a library "lacking" a function (缺少 ... 函数), a CUDA version said to
 be too low (版本低). Each is a guess at a version skew (weight below the classifier's
-cause) except the ``NameError`` of a name the code itself imports, which decides.
+cause) except the ``NameError`` of a name the code itself imports, which decides, and a
+model type two packages both register with transformers ("is already used by a
+Transformers config"): the engine brings its own copy of a model that the installed
+transformers now ships too.
 
 Assembled with the other ``signals_*`` modules by :mod:`bringup.diagnose.ladder`.
 """
@@ -30,6 +33,13 @@ RULES: tuple[Rule, ...] = (
         _SKEW,
         name="name-not-defined-version-skew",
         case=True,
+    ),
+    rule(
+        r"\bis already used by a Transformers (?:config|model)\b",
+        C.MISSING_DEPENDENCY,
+        4,
+        _SKEW,
+        name="model-type-registered-twice",
     ),
     rule(
         r"\b(?:is|was|are|were|has been|have been) (?:gone|removed|dropped|deleted)\b"
