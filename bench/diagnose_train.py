@@ -39,7 +39,7 @@ import itertools
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -354,39 +354,56 @@ def choose_stack(
     return best[1], best[0][0]
 
 
+# one fold's answers: (train indices, test indices, the seed's run, the seed) -> results
+FoldDecider = Callable[[NDArray[Any], NDArray[Any], Run, int], list[tuple[str, float, bool]]]
+
+
+def _nested(
+    unseen: Sequence[Case],
+    runs: Sequence[Run],
+    seeds: Sequence[int],
+    decide: FoldDecider,
+    title: str,
+) -> list[dict[str, float]]:
+    """Per seed, every unseen case answered by what ``decide`` chose and fitted on the other
+    folds' repositories only (grouped folds), reported under ``title``."""
+    out = []
+    for seed, run in zip(seeds, runs, strict=True):
+        results: list[tuple[str, float, bool]] = [("", 0.0, False)] * len(unseen)
+        for train, test in _folds([c.group for c in unseen], seed + 100):
+            for i, g in zip(test, decide(train, test, run, seed), strict=True):
+                results[i] = g
+        out.append(report(title.format(seed=seed), unseen, results))
+    return out
+
+
 def nested_stack(
     unseen: Sequence[Case], runs: Sequence[Run], seeds: Sequence[int]
 ) -> list[dict[str, float]]:
     """The second stage, chosen and fitted inside grouped folds of the unseen cases (on the
     other repositories' cases only), applied to the fold's own cases."""
-    out = []
-    for seed, run in zip(seeds, runs, strict=True):
-        x = stack_matrix(unseen, run)
-        words = run[2]
-        results: list[tuple[str, float, bool]] = [("", 0.0, False)] * len(unseen)
-        for train, test in _folds([c.group for c in unseen], seed + 100):
-            part = [unseen[i] for i in train]
-            how, _ = choose_stack(part, x[train], words[train], seed + 200)
-            model = fit_stack(x[train], [c.category for c in part], how.c)
-            got = stack_decide(
-                [unseen[i] for i in test],
-                words[test],
-                model.predict_proba(x[test]),
-                model.classes_.tolist(),
-                how.threshold,
-                how.p_min_unknown,
-            )
-            for i, g in zip(test, got, strict=True):
-                results[i] = g
-        out.append(
-            report(
-                f"nested grouped CV, seed {seed}, SECOND STAGE: {UNSEEN} with the "
-                "rules that had not read them (fit data: a fit figure)",
-                unseen,
-                results,
-            )
+    matrices = {id(run): stack_matrix(unseen, run) for run in runs}
+
+    def decide(
+        train: NDArray[Any], test: NDArray[Any], run: Run, seed: int
+    ) -> list[tuple[str, float, bool]]:
+        x, words = matrices[id(run)], run[2]
+        part = [unseen[i] for i in train]
+        how, _ = choose_stack(part, x[train], words[train], seed + 200)
+        model = fit_stack(x[train], [c.category for c in part], how.c)
+        return stack_decide(
+            [unseen[i] for i in test],
+            words[test],
+            model.predict_proba(x[test]),
+            model.classes_.tolist(),
+            how.threshold,
+            how.p_min_unknown,
         )
-    return out
+
+    title = f"nested grouped CV, seed {{seed}}, SECOND STAGE: {UNSEEN} with the rules that"
+    return _nested(
+        unseen, runs, seeds, decide, title + " had not read them (fit data: a fit figure)"
+    )
 
 
 def stack_document(model: LogisticRegression, classes: Sequence[str]) -> dict[str, Any]:
@@ -514,25 +531,16 @@ def nested_combine(
 ) -> list[dict[str, float]]:
     """Temperature, threshold and p_min chosen inside grouped folds of the unseen cases (on
     the other repositories' cases only), applied to the fold's own cases."""
-    out = []
-    for seed, (logits, classes, words) in zip(seeds, runs, strict=True):
-        results: list[tuple[str, float, bool]] = [("", 0.0, False)] * len(unseen)
-        for train, test in _folds([c.group for c in unseen], seed + 100):
-            part: Run = (logits[train], classes, words[train])
-            how, _ = choose_combine([unseen[i] for i in train], part)
-            rest: Run = (logits[test], classes, words[test])
-            got = combine([unseen[i] for i in test], rest, how)
-            for i, g in zip(test, got, strict=True):
-                results[i] = g
-        out.append(
-            report(
-                f"nested grouped CV, seed {seed}: {UNSEEN} with the rules that had not "
-                "read them (fit data: a fit figure)",
-                unseen,
-                results,
-            )
-        )
-    return out
+
+    def decide(
+        train: NDArray[Any], test: NDArray[Any], run: Run, seed: int
+    ) -> list[tuple[str, float, bool]]:
+        logits, classes, words = run
+        how, _ = choose_combine([unseen[i] for i in train], (logits[train], classes, words[train]))
+        return combine([unseen[i] for i in test], (logits[test], classes, words[test]), how)
+
+    title = f"nested grouped CV, seed {{seed}}: {UNSEEN} with the rules that had not read them"
+    return _nested(unseen, runs, seeds, decide, title + " (fit data: a fit figure)")
 
 
 def model_document(
