@@ -11,7 +11,7 @@ A collector writes cases as plain-text blocks (no JSON escaping of logs by hand)
 cause, ``thread`` when the excerpt stops before it and the title or a reply names it), and runs
 ``python bench/corpus_add.py BLOCKS.txt``. Each case is appended to fit.jsonl or heldout.jsonl
 by ``corpus_check.split_of``; only counts are printed, so adding cases never shows the collector
-what the held-out part holds. ``--to heldout2`` (or ``heldout3`` to ``heldout12``) appends every
+what the held-out part holds. ``--to heldout2`` (or ``heldout3`` to ``heldout13``) appends every
 case to that later held-out set instead (collected by someone who does not write rules; see the
 README); ``--to fit2`` appends every case to ``fit2.jsonl``, fit cases collected as training
 data, whatever the hash of their source. Then run ``corpus_check.py``.

@@ -1,12 +1,12 @@
 """Check the labelled failure-log corpus: format, duplicates and the fit/held-out split.
 
-Each line of ``bench/data/diagnose/{fit,heldout,heldout2,...,heldout12}.jsonl`` is one case
+Each line of ``bench/data/diagnose/{fit,heldout,heldout2,...,heldout13}.jsonl`` is one case
 with exactly the fields id, engine, category, log, remedy, source, gpu, date (``exit_code`` may
 be added when the post states it, and ``label_from`` says where the label was read: ``log`` when
 the excerpt itself shows the cause, ``thread`` when the excerpt stops before it and the label
 comes from the thread's title or a reply). The fit/heldout split is decided by the source alone (see
 ``side_of`` and the README next to the data), so this check can tell a case filed on the wrong
-side without reading its log. ``heldout2`` to ``heldout12`` are later held-out
+side without reading its log. ``heldout2`` to ``heldout13`` are later held-out
 sets collected from other issues: any source may go there, but no source may sit in two splits
 (an issue whose thread was read while rules were written cannot test them). A log that carries
 a credential (a signed URL, a token) is refused. Duplicates are refused across all files: a
@@ -65,7 +65,7 @@ RETIRED = (
     "heldout11",
 )
 # never read by rule writers; their cases are never printed
-SEALED = ("heldout12",)
+SEALED = ("heldout12", "heldout13")
 SPLITS = ("fit", "fit2", *RETIRED, *SEALED)
 REQUIRED = ("id", "engine", "category", "log", "remedy", "source", "gpu", "date")
 OPTIONAL = ("exit_code", "label_from")

@@ -3,7 +3,7 @@ labelled failure corpus of bench/data/diagnose/.
 
     python bench/diagnose_eval.py
         [--split fit|fit2|heldout|heldout2|retired|heldout3|heldout4|heldout5|heldout6|heldout7
-                 |heldout8|heldout9|heldout10|heldout11|heldout12|all|legacy]
+                 |heldout8|heldout9|heldout10|heldout11|heldout12|heldout13|all|legacy]
         [--verbose] [--rules-only | --compare]
     python bench/diagnose_eval.py CORPUS.jsonl [--verbose] [--rules-only | --compare]
 
@@ -31,8 +31,9 @@ retired since, like the others. ``heldout8``, the eighth, collected on 2026-12-0
 heldout8's rule round, measured once on ``c8dfc64`` and retired that evening. ``heldout10``,
 the tenth, collected on 2026-12-07 (evening), and ``heldout11``, the eleventh, sealed that
 evening once heldout10 had been measured, were retired on 2026-12-08 once ``heldout12`` had
-been sealed beside them, unread; ``retired`` holds all eleven. ``heldout12`` is held out: the
-fit figure is printed on the line before, and case ids and log lines are never printed
+been sealed beside them, unread; ``retired`` holds all eleven. ``heldout12`` (measured once
+per classifier on 2026-12-08) and ``heldout13``, sealed once heldout12 had been measured, are
+held out: the fit figure is printed on the line before, and case ids and log lines are never printed
 (``--verbose`` is refused): whoever writes rules reads the held-out figure, never its cases.
 
 By default a case is diagnosed as ``bringup diagnose`` does: the rules, and the learned

@@ -6,8 +6,8 @@ Needs scikit-learn (``pip install -e '.[train]'``); the runtime does not
 (:mod:`bringup.diagnose.learned` applies the exported JSON in pure Python).
 
 Data: ONLY ``fit.jsonl``, ``fit2.jsonl`` and the retired held-out sets (``heldout`` to
-``heldout11``), all of which rule writers may read. The sealed set (``heldout12``) is never
-opened here: :data:`ALLOWED` is the whole list of files this script reads.
+``heldout11``), all of which rule writers may read. The sealed sets (``heldout12``,
+``heldout13``) are never opened here: :data:`ALLOWED` is the whole list of files this script reads.
 
 Every choice is made by cross-validation grouped by repository (``owner/repo`` of the
 source: no repository sits in both a fold's training and test part), repeated over

@@ -26,7 +26,7 @@ def _module() -> ModuleType:
 ev = _module()
 
 
-@pytest.mark.parametrize("split", ["heldout12"])
+@pytest.mark.parametrize("split", ["heldout12", "heldout13"])
 def test_verbose_is_refused_on_a_held_out_split(
     split: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -34,7 +34,7 @@ def test_verbose_is_refused_on_a_held_out_split(
     assert f"refused for --split {split}" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("split", ["heldout12"])
+@pytest.mark.parametrize("split", ["heldout12", "heldout13"])
 def test_the_later_held_out_splits_are_known_and_hidden(split: str) -> None:
     assert split in ev.SPLITS
     assert split in ev.HIDDEN

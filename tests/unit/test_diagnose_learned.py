@@ -31,7 +31,7 @@ from bringup.verdict import Category, Stage
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "bench" / "data" / "diagnose"
-SEALED = ("heldout12",)
+SEALED = ("heldout12", "heldout13")
 
 
 def _fit_cases() -> list[dict[str, Any]]:
