@@ -92,8 +92,8 @@ _EMBEDDED = re.compile(
 def embedded_exception(text: str) -> str | None:
     """The exception line a sentence quotes, from its type to the end of the line, or None
     where the line is itself an exception line (or quotes none)."""
-    if _EXCEPTION.match(text):
-        return None
+    if ("Error: " not in text and "Exception: " not in text) or _EXCEPTION.match(text):
+        return None  # (the substring test first: most lines quote nothing, and it is cheap)
     m = _EMBEDDED.search(text)
     return m.group("exc") if m else None
 

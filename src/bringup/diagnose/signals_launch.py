@@ -303,14 +303,22 @@ RULES: tuple[Rule, ...] = (
     # a timeout with no collective named (NCCL/gloo timeouts score higher above)
     rule(
         r"\bTimeoutError\b|\btimed out after \d+|\btimeout (?:after|of \d|expired|reached)|"
-        r"\bReadTimeout\b|deadline exceeded|"
-        # a client's read that timed out (Node's ETIMEDOUT, Go's i/o timeout): no answer came
-        r"\bread(?: tcp [^\n]{0,80})?: (?:ETIMEDOUT|i/o timeout)\b|\bread ETIMEDOUT\b",
+        r"\bReadTimeout\b|deadline exceeded",
         C.STARTUP_TIMEOUT_OR_HANG,
         2.5,
         "something the engine waited on never answered: see what it waited on (the "
         "lines before), raise the timeout if it is only slow",
         name="timeout",
+    ),
+    # a client's read that timed out (Node's "read ETIMEDOUT", Go's "read: i/o timeout"): the
+    # server took the request and no answer came (a rule of its own: its literals gate it)
+    rule(
+        r"\bread(?: tcp [^\n]{0,80})?: (?:ETIMEDOUT|i/o timeout)\b|\bread ETIMEDOUT\b",
+        C.STARTUP_TIMEOUT_OR_HANG,
+        2.5,
+        "the client waited for an answer that never came: see what the server was doing "
+        "then (its own log), raise the client's timeout if it is only slow",
+        name="client-read-timed-out",
     ),
     # --- 8. the message's own vocabulary, when no wording above is known -------------
     # Weaker than every rule above (2-2.5, x1.3 on a final exception line), stronger
@@ -365,12 +373,18 @@ RULES: tuple[Rule, ...] = (
         r"(?:VRAM|memory)\b(?!: Kill)|"
         r"\bgets? (?:an? )?OOM\b|\bOOM(?:s|ed)?\b(?![- ]?kill)|"
         r"\b(?:too large|too big) to fit (?:in|into|on) (?:the )?(?:available )?(?:GPU |device )?"
-        r"(?:memory|VRAM)|\b(?:not enough|insufficient) (?:GPU |video )?(?:VRAM|GPU memory)|"
-        # "the (GPU) memory is not sufficient/enough", as a poster words it
-        r"\b(?:GPU |video |device )?(?:memory|VRAM) (?:is|was) not (?:sufficient|enough)\b)",
+        r"(?:memory|VRAM)|\b(?:not enough|insufficient) (?:GPU |video )?(?:VRAM|GPU memory))",
         C.OOM_GPU,
         2.0,
         name="message-memory-ran-out",
+    ),
+    # "the (GPU) memory is not sufficient", as a poster words it (a rule of its own: its
+    # literals gate it off the many lines that say "memory" and "not")
+    rule(
+        r"\b(?:memory|VRAM) (?:is|was) not (?:sufficient|enough)\b",
+        C.OOM_GPU,
+        2.0,
+        name="message-memory-not-sufficient",
     ),
     # a poster's own words for output that loops: the text is the fault, not a crash
     rule(

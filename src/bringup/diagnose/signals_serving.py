@@ -56,7 +56,8 @@ RULES: tuple[Rule, ...] = (
         name="collective-timed-out-in-words",
     ),
     rule(
-        r"\bUCX\s+(?:ERROR|FATAL)\b|\bNIXL_ERR_(?!NOT_SUPPORTED)[A-Z_]+\b",
+        # UCX pads its level ("UCX  ERROR"); spelled out, the literals gate the rule
+        r"\bUCX  ?(?:ERROR|FATAL)\b|\bNIXL_ERR_(?!NOT_SUPPORTED)[A-Z_]+\b",
         C.DISTRIBUTED_FAILURE,
         5.5,  # above the "Out of memory" a UCX line may carry
         "the transport between the instances failed (UCX/NIXL): check that both reach each "
