@@ -54,7 +54,7 @@ from typing import Any
 from bringup.diagnose import classify
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # beside corpus_check, however loaded
-from corpus_check import RETIRED, SEALED
+from corpus_check import LABEL_FROM, RETIRED, SEALED
 
 DATA = Path(__file__).resolve().parent / "data" / "diagnose"
 SPLITS = ("fit", "fit2", *RETIRED, "retired", *SEALED, "all", "legacy")
@@ -129,7 +129,7 @@ def report(results: list[tuple[dict[str, Any], str, float, list[str]]], show_ids
         print(f"{label:12} {acc} {len(band):4d}")
     if any("label_from" in c for c, _, _, _ in results):
         print(f"\n{'label read from':16} {'acc':>6} {'n':>4}")
-        for source in ("log", "thread", None):
+        for source in (*LABEL_FROM, None):
             oks = [
                 c["category"] == got for c, got, _, _ in results if c.get("label_from") == source
             ]

@@ -47,6 +47,9 @@ _SETTING = (
     r"ratio|utilization|fraction|rank|dtype|parallel|degree|budget|limit)\b)"
 )
 
+# an assertion's opening as C++, ggml and Python write it, before its condition or message
+_ASSERTION = r"\b(?:Assertion failed|GGML_ASSERT|assert)\b\W{0,3}"
+
 RULES: tuple[Rule, ...] = (
     # --- LoRA -------------------------------------------------------------------------
     rule(
@@ -184,15 +187,15 @@ RULES: tuple[Rule, ...] = (
     # an assertion comparing a value with a configured limit ("maxBeamWidth <= mMaxBeamWidth",
     # "n_tokens <= n_batch"): a request or setting beyond what the launch allows
     rule(
-        r"\b(?:Assertion failed|GGML_ASSERT|assert)\b\W{0,3}[\w.>()-]{0,60}?\s*(?:<=?|>=?)\s*"
+        _ASSERTION + r"[\w.>()-]{0,60}?\s*(?:<=?|>=?)\s*"
         r"[\w.>()-]{0,20}?(?:max|Max|MAX|limit|Limit|n_batch|n_ubatch|n_ctx|capacity)\w*|"
         # the limit on the left ("n_ubatch >= n_tokens"), or said in words ("is larger than
         # maximum number of draft tokens")
-        r"\b(?:Assertion failed|GGML_ASSERT|assert)\b\W{0,3}[\w.>()-]{0,40}?"
+         + _ASSERTION + r"[\w.>()-]{0,40}?"
         r"\b(?:cparams\.|params\.)?(?:n_batch|n_ubatch|n_ctx|n_seq_max)\s*(?:<=?|>=?)|"
         r"\bAssertion failed: [^\n]{0,80}?\b(?:larger|greater|more) than (?:the )?max(?:imum)?\b|"
         # a maximum that must be a multiple of another setting
-        r"\b(?:Assertion failed|GGML_ASSERT|assert)\b\W{0,3}(?:max|Max|MAX)\w*(?:\.value\(\))?"
+         + _ASSERTION + r"(?:max|Max|MAX)\w*(?:\.value\(\))?"
         r"\s*%\s*[\w.>()-]{1,40}?\s*==\s*0\b",
         C.INVALID_CONFIG,
         3,
